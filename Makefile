@@ -1,0 +1,85 @@
+# twinmatch: every target is self-contained on a fresh machine (creates .venv, installs, builds).
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.twinmatch-installed
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# Where the editable build keeps CMake's files (scikit-build-core's build-dir).
+export PYTHONDONTWRITEBYTECODE := 1
+
+.PHONY: all install demo test test-fast lint typecheck stubs stubs-check pytest exercises-check \
+        docs docs-check browser-check book bench bench-check check fuzz sanitize system-deps clean
+
+all: demo
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# The editable install rebuilds the C++ on import, which needs the build tools in
+# the venv itself (hence --no-build-isolation).
+$(STAMP): pyproject.toml native/CMakeLists.txt | $(PY)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.4,<3" ninja
+	$(PY) -m pip install -q --no-build-isolation -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# Debian packages the browser check needs (headless Chromium and its WebDriver).
+system-deps:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+demo: $(STAMP)
+	$(PY) -m twinmatch demo
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check naive optimized twinmatch tests scripts exercises
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+stubs: $(STAMP)
+	$(PY) scripts/stubs.py --write
+
+stubs-check: $(STAMP)
+	$(PY) scripts/stubs.py --check
+
+pytest: $(STAMP)
+	$(VENV)/bin/pytest -q -p no:cacheprovider
+
+exercises-check: $(STAMP)
+	$(PY) scripts/exercises.py verify
+
+docs: $(STAMP)
+	$(PY) scripts/figures.py
+	$(VENV)/bin/mkdocs build --strict -q
+
+browser-check: docs system-deps
+	$(PY) scripts/browser_check.py site
+
+# The full suite: both twins, exercises' checkers, stubs, ruff, mypy, docs build, browser check.
+test: lint typecheck stubs-check pytest exercises-check docs browser-check
+	@echo "make test: all green"
+
+# One exercise, as a learner runs it: make check EX=01_order_book/fifo
+check: $(STAMP)
+	$(PY) scripts/exercises.py check $(EX)
+
+# The comparisons: pytest-benchmark JSON in out/bench.json, then the speed targets as ratios.
+bench: $(STAMP)
+	mkdir -p out
+	$(VENV)/bin/pytest tests/bench -p no:cacheprovider --benchmark-only \
+	  --benchmark-json=out/bench.json --benchmark-columns=median,ops,rounds -q $(BENCH_ARGS)
+	$(PY) scripts/targets.py out/bench.json
+
+# The book with fresh numbers from this machine.
+book: bench
+	$(PY) scripts/figures.py --bench out/bench.json
+	$(VENV)/bin/mkdocs build --strict
+	@echo "book built: open site/index.html (or: $(VENV)/bin/mkdocs serve)"
+
+clean:
+	rm -rf build site out .pytest_cache .mypy_cache .ruff_cache .hypothesis

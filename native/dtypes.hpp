@@ -1,0 +1,68 @@
+// The C++ side of twinmatch/dtypes.py: plain structs laid out exactly like the
+// numpy records, so a numpy array of them can be read in place (zero copy).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace twinmatch {
+
+enum class Side : std::uint8_t { Buy = 0, Sell = 1 };
+
+enum class OpCode : std::uint8_t {
+    Limit = 0, Market = 1, Cancel = 2, Reduce = 3, Execute = 4, Replace = 5,
+};
+
+// Reject reasons; the numbers are REASONS' indices in twinmatch/dtypes.py.
+enum class Reason : std::uint8_t {
+    Ok = 0, DuplicateId = 1, UnknownId = 2, BadPrice = 3, BadQty = 4,
+    OverReduce = 5, BadSide = 6, BadOp = 7,
+};
+
+inline const char* reason_name(Reason r) {
+    switch (r) {
+        case Reason::Ok: return "ok";
+        case Reason::DuplicateId: return "duplicate_id";
+        case Reason::UnknownId: return "unknown_id";
+        case Reason::BadPrice: return "bad_price";
+        case Reason::BadQty: return "bad_qty";
+        case Reason::OverReduce: return "over_reduce";
+        case Reason::BadSide: return "bad_side";
+        case Reason::BadOp: return "bad_op";
+    }
+    return "unknown_reason";
+}
+
+// --8<-- [start:op_record]
+struct OpRecord {            // OPS_DTYPE
+    std::uint64_t order_id;
+    std::uint64_t new_order_id;
+    std::uint32_t price;
+    std::uint32_t qty;
+    std::uint8_t op;         // OpCode, kept raw: a bad value must be rejected, not UB
+    std::uint8_t side;       // 0 buy, 1 sell, anything else rejected
+    std::uint8_t pad_[6];
+};
+static_assert(sizeof(OpRecord) == 32);
+static_assert(offsetof(OpRecord, price) == 16 && offsetof(OpRecord, op) == 24);
+
+struct FillRecord {          // FILL_DTYPE
+    std::uint64_t resting_id;
+    std::uint64_t aggressor_id;
+    std::uint32_t price;
+    std::uint32_t qty;
+    std::uint32_t op_index;
+    std::uint8_t aggressor_side;
+    std::uint8_t pad_[3];
+};
+static_assert(sizeof(FillRecord) == 32);
+static_assert(offsetof(FillRecord, op_index) == 24 && offsetof(FillRecord, aggressor_side) == 28);
+
+struct RejectRecord {        // REJECT_DTYPE
+    std::uint64_t index;
+    std::uint8_t reason;
+    std::uint8_t pad_[7];
+};
+static_assert(sizeof(RejectRecord) == 16);
+// --8<-- [end:op_record]
+
+}  // namespace twinmatch

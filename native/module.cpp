@@ -1,0 +1,14 @@
+// The one extension module, optimized._native. Each component registers its own
+// bindings from its *_bind.cpp file; this file only lists them.
+#include <nanobind/nanobind.h>
+
+namespace nb = nanobind;
+
+void register_book(nb::module_& m);
+
+NB_MODULE(_native, m) {
+    m.doc() = "twinmatch optimized twins (C++20)";
+    m.attr("COMPILER") = TWINMATCH_COMPILER;
+    m.attr("BUILD_TYPE") = TWINMATCH_BUILD_TYPE;
+    register_book(m);
+}
