@@ -1,0 +1,337 @@
+"""The naive twin of the order book: one symbol, price-time priority, in plain Python.
+
+This file is the specification a reader learns from. Every rule the optimized twin
+(``native/book.hpp``) follows is written here first, in the plainest code that is not
+needlessly slow:
+
+* each price level is an insertion-ordered ``dict`` of order id -> order, so the
+  first key is the oldest order (FIFO) and a cancel is an O(1) ``del``;
+* each side keeps a sorted ``list`` of its prices (``bisect``), so the best price is
+  ``prices[-1]`` for bids and ``prices[0]`` for asks;
+* one ``dict`` maps every resting order id to its order, for cancel/reduce/execute.
+"""
+
+from __future__ import annotations
+
+import bisect
+import enum
+from dataclasses import dataclass
+from typing import NamedTuple
+
+import numpy as np
+
+from twinmatch.dtypes import (
+    FILL_DTYPE,
+    MAX_ID,
+    MAX_PRICE,
+    MAX_QTY,
+    OP_CANCEL,
+    OP_EXECUTE,
+    OP_LIMIT,
+    OP_MARKET,
+    OP_REDUCE,
+    OP_REPLACE,
+    OPS_DTYPE,
+    REASON_CODE,
+    REJECT_DTYPE,
+)
+
+__all__ = ["Book", "Fill", "OrderRejected", "Side"]
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+# --8<-- [start:types]
+class Side(enum.IntEnum):
+    BUY = 0
+    SELL = 1
+
+
+class Fill(NamedTuple):
+    """One trade: the resting order traded with the aggressor at the resting price."""
+
+    resting_id: int
+    aggressor_id: int
+    price: int
+    qty: int
+    aggressor_side: Side
+
+
+class OrderRejected(ValueError):
+    """An operation the book refused; the book is unchanged."""
+
+    def __init__(self, order_id: int, reason: str) -> None:
+        super().__init__(f"order {order_id} rejected: {reason}")
+        self.order_id = order_id
+        self.reason = reason
+
+
+@dataclass(slots=True)
+class _Order:
+    order_id: int
+    side: Side
+    price: int
+    qty: int
+# --8<-- [end:types]
+
+
+def _check_id(order_id: int) -> None:
+    """Ids are uint64, like the C++ signature: anything else is a TypeError."""
+    if not isinstance(order_id, int) or not 0 <= order_id <= MAX_ID:
+        raise TypeError(f"order id must be an int in 0..2**64-1, got {order_id!r}")
+
+
+def _check_int64(name: str, value: int) -> None:
+    """Prices and quantities arrive as int64 (as in C++): outside that, a TypeError."""
+    if not isinstance(value, int) or not _INT64_MIN <= value <= _INT64_MAX:
+        raise TypeError(f"{name} must be an int that fits in 64 bits, got {value!r}")
+
+
+class Book:
+    """One symbol's limit order book."""
+
+    # --8<-- [start:state]
+    def __init__(self) -> None:
+        self._orders: dict[int, _Order] = {}
+        # price -> {order_id: order}; dicts keep insertion order, so FIFO is free.
+        self._levels: tuple[dict[int, dict[int, _Order]], dict[int, dict[int, _Order]]] = ({}, {})
+        # Sorted ascending; the best bid is the last, the best ask the first.
+        self._prices: tuple[list[int], list[int]] = ([], [])
+    # --8<-- [end:state]
+
+    def __len__(self) -> int:
+        return len(self._orders)
+
+    # ----------------------------------------------------------------- queries
+
+    def best_bid(self) -> tuple[int, int] | None:
+        return self._top(Side.BUY)
+
+    def best_ask(self) -> tuple[int, int] | None:
+        return self._top(Side.SELL)
+
+    def _top(self, side: Side) -> tuple[int, int] | None:
+        price = self._best_price(side)
+        if price is None:
+            return None
+        return price, self._level_qty(side, price)
+
+    def _best_price(self, side: Side) -> int | None:
+        prices = self._prices[side]
+        if not prices:
+            return None
+        return prices[-1] if side == Side.BUY else prices[0]
+
+    def _level_qty(self, side: Side, price: int) -> int:
+        return sum(order.qty for order in self._levels[side][price].values())
+
+    def depth(self, side: Side, levels: int) -> list[tuple[int, int, int]]:
+        """(price, total qty, order count) for up to ``levels`` prices, best first."""
+        side = Side(side)
+        prices = self._prices[side]
+        best_first = reversed(prices) if side == Side.BUY else iter(prices)
+        out: list[tuple[int, int, int]] = []
+        for price in best_first:
+            if len(out) >= levels:
+                break
+            level = self._levels[side][price]
+            out.append((price, self._level_qty(side, price), len(level)))
+        return out
+
+    def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        found = self._orders.get(order_id)
+        if found is None:
+            return None
+        return found.side, found.price, found.qty
+
+    # ------------------------------------------------------------- operations
+
+    # --8<-- [start:add_limit]
+    def add_limit(self, order_id: int, side: Side, price: int, qty: int) -> list[Fill]:
+        """Match against the opposite side while it crosses; rest any remainder."""
+        _check_id(order_id)
+        side = Side(side)
+        _check_int64("price", price)
+        _check_int64("qty", qty)
+        if not 1 <= price <= MAX_PRICE:
+            raise OrderRejected(order_id, "bad_price")
+        if not 1 <= qty <= MAX_QTY:
+            raise OrderRejected(order_id, "bad_qty")
+        if order_id in self._orders:
+            raise OrderRejected(order_id, "duplicate_id")
+        fills, left = self._match(order_id, side, qty, price)
+        if left > 0:
+            self._rest(_Order(order_id, side, price, left))
+        return fills
+    # --8<-- [end:add_limit]
+
+    def add_market(self, order_id: int, side: Side, qty: int) -> tuple[list[Fill], int]:
+        """Sweep the opposite side at any price; what finds no liquidity is cancelled."""
+        _check_id(order_id)
+        side = Side(side)
+        _check_int64("qty", qty)
+        if not 1 <= qty <= MAX_QTY:
+            raise OrderRejected(order_id, "bad_qty")
+        if order_id in self._orders:
+            raise OrderRejected(order_id, "duplicate_id")
+        return self._match(order_id, side, qty, None)
+
+    def cancel(self, order_id: int) -> int:
+        """Remove a resting order; returns the quantity removed."""
+        _check_id(order_id)
+        order = self._orders.get(order_id)
+        if order is None:
+            raise OrderRejected(order_id, "unknown_id")
+        self._remove(order)
+        return order.qty
+
+    # --8<-- [start:reduce]
+    def reduce(self, order_id: int, qty: int) -> int:
+        """Partial cancel: the order keeps its place in the queue. Returns qty left."""
+        order = self._check_take(order_id, qty)
+        order.qty -= qty
+        if order.qty == 0:
+            self._remove(order)
+        return order.qty
+    # --8<-- [end:reduce]
+
+    def execute(self, order_id: int, qty: int) -> Fill:
+        """A resting order trades by id (ITCH E/C); its remainder keeps its place."""
+        order = self._check_take(order_id, qty)
+        order.qty -= qty
+        if order.qty == 0:
+            self._remove(order)
+        return Fill(order_id, 0, order.price, qty, Side(1 - order.side))
+
+    def _check_take(self, order_id: int, qty: int) -> _Order:
+        """The checks reduce and execute share: qty, then id, then enough resting."""
+        _check_id(order_id)
+        _check_int64("qty", qty)
+        if not 1 <= qty <= MAX_QTY:
+            raise OrderRejected(order_id, "bad_qty")
+        order = self._orders.get(order_id)
+        if order is None:
+            raise OrderRejected(order_id, "unknown_id")
+        if qty > order.qty:
+            raise OrderRejected(order_id, "over_reduce")
+        return order
+
+    # --8<-- [start:replace]
+    def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
+        """ITCH U: the old order leaves; a new one (same side) enters at the back."""
+        _check_id(order_id)
+        _check_id(new_order_id)
+        _check_int64("price", price)
+        _check_int64("qty", qty)
+        if not 1 <= price <= MAX_PRICE:
+            raise OrderRejected(order_id, "bad_price")
+        if not 1 <= qty <= MAX_QTY:
+            raise OrderRejected(order_id, "bad_qty")
+        old = self._orders.get(order_id)
+        if old is None:
+            raise OrderRejected(order_id, "unknown_id")
+        if new_order_id != order_id and new_order_id in self._orders:
+            raise OrderRejected(new_order_id, "duplicate_id")
+        self._remove(old)
+        return self.add_limit(new_order_id, old.side, price, qty)
+    # --8<-- [end:replace]
+
+    # --------------------------------------------------------------- matching
+
+    # --8<-- [start:match]
+    def _match(
+        self, aggressor_id: int, side: Side, qty: int, limit: int | None
+    ) -> tuple[list[Fill], int]:
+        """Trade ``qty`` against the opposite side, best price first, oldest first.
+
+        ``limit`` None is a market order. Returns the fills and the quantity left.
+        """
+        opposite = Side(1 - side)
+        fills: list[Fill] = []
+        while qty > 0:
+            best = self._best_price(opposite)
+            if best is None or not self._crosses(side, limit, best):
+                break
+            level = self._levels[opposite][best]
+            resting = next(iter(level.values()))  # the oldest order at this price
+            traded = min(qty, resting.qty)
+            fills.append(Fill(resting.order_id, aggressor_id, best, traded, side))
+            qty -= traded
+            resting.qty -= traded
+            if resting.qty == 0:
+                self._remove(resting)
+        return fills, qty
+
+    @staticmethod
+    def _crosses(side: Side, limit: int | None, best: int) -> bool:
+        if limit is None:
+            return True
+        return best <= limit if side == Side.BUY else best >= limit
+    # --8<-- [end:match]
+
+    # --8<-- [start:rest]
+    def _rest(self, order: _Order) -> None:
+        levels = self._levels[order.side]
+        level = levels.get(order.price)
+        if level is None:
+            level = levels[order.price] = {}
+            bisect.insort(self._prices[order.side], order.price)
+        level[order.order_id] = order  # joins the back of the queue
+        self._orders[order.order_id] = order
+
+    def _remove(self, order: _Order) -> None:
+        del self._orders[order.order_id]
+        levels = self._levels[order.side]
+        level = levels[order.price]
+        del level[order.order_id]
+        if not level:
+            del levels[order.price]
+            prices = self._prices[order.side]
+            del prices[bisect.bisect_left(prices, order.price)]
+    # --8<-- [end:rest]
+
+    # ------------------------------------------------------------------ batch
+
+    # --8<-- [start:apply]
+    def apply(self, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Run an OPS_DTYPE array; return (fills FILL_DTYPE, rejects REJECT_DTYPE).
+
+        The same operations as the single-op methods, in a plain loop; a rejected
+        operation is recorded as (index, reason code) and the loop carries on.
+        """
+        ops = np.asarray(ops)
+        if ops.dtype != OPS_DTYPE:
+            raise TypeError(f"ops must have dtype OPS_DTYPE, got {ops.dtype}")
+        fills: list[tuple[int, int, int, int, int, int]] = []
+        rejects: list[tuple[int, int]] = []
+        for index, row in enumerate(ops.tolist()):
+            order_id, new_order_id, price, qty, op, side = row
+            try:
+                for fill in self._apply_one(op, order_id, new_order_id, price, qty, side):
+                    fills.append((fill[0], fill[1], fill[2], fill[3], index, fill[4]))
+            except OrderRejected as rejected:
+                rejects.append((index, REASON_CODE[rejected.reason]))
+        return np.array(fills, dtype=FILL_DTYPE), np.array(rejects, dtype=REJECT_DTYPE)
+
+    def _apply_one(
+        self, op: int, order_id: int, new_order_id: int, price: int, qty: int, side: int
+    ) -> list[Fill]:
+        if op in (OP_LIMIT, OP_MARKET) and side not in (Side.BUY, Side.SELL):
+            raise OrderRejected(order_id, "bad_side")
+        if op == OP_LIMIT:
+            return self.add_limit(order_id, Side(side), price, qty)
+        if op == OP_MARKET:
+            return self.add_market(order_id, Side(side), qty)[0]
+        if op == OP_CANCEL:
+            self.cancel(order_id)
+            return []
+        if op == OP_REDUCE:
+            self.reduce(order_id, qty)
+            return []
+        if op == OP_EXECUTE:
+            return [self.execute(order_id, qty)]
+        if op == OP_REPLACE:
+            return self.replace(order_id, new_order_id, price, qty)
+        raise OrderRejected(order_id, "bad_op")
+    # --8<-- [end:apply]

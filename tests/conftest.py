@@ -1,0 +1,60 @@
+"""Shared fixtures: the ``impl`` fixture runs one behavioural suite over every twin."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL_DATA = ROOT.parent / "shared" / "data" / "real"
+
+
+@dataclass(frozen=True)
+class BookImpl:
+    """One implementation of the book contract: its name, module and Book class."""
+
+    name: str
+    module: Any
+    book_class: Any
+
+    def new(self) -> Any:
+        return self.book_class()
+
+    @property
+    def Side(self) -> Any:  # noqa: N802 - mirrors the module attribute
+        return self.module.Side
+
+    @property
+    def OrderRejected(self) -> Any:  # noqa: N802
+        return self.module.OrderRejected
+
+
+BOOK_IMPLS = ("naive", "optimized", "baseline")
+
+
+def load_book_impl(name: str) -> BookImpl:
+    if name == "naive":
+        module = importlib.import_module("naive.book")
+        return BookImpl(name, module, module.Book)
+    module = importlib.import_module("optimized.book")
+    if name == "optimized":
+        return BookImpl(name, module, module.Book)
+    return BookImpl(name, module, module.MapBook)
+
+
+@pytest.fixture(params=BOOK_IMPLS)
+def impl(request: pytest.FixtureRequest) -> BookImpl:
+    """Each book twin in turn: naive (Python), optimized (C++), baseline (C++ std::map)."""
+    return load_book_impl(str(request.param))
+
+
+def real_file(name: str) -> Path:
+    """A file from ../shared/data/real, or skip the test saying why."""
+    path = REAL_DATA / name
+    if not path.exists():
+        pytest.skip(f"real capture {name} not found in {REAL_DATA}")
+    return path

@@ -1,0 +1,533 @@
+"""The behavioural suite of the order book, run over naive, optimized and baseline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.conftest import BookImpl
+from twinmatch.dtypes import (
+    OP_CANCEL,
+    OP_EXECUTE,
+    OP_LIMIT,
+    OP_MARKET,
+    OP_REDUCE,
+    OP_REPLACE,
+    OPS_DTYPE,
+    REASON_CODE,
+)
+
+BUY, SELL = 0, 1
+MAX_PRICE = 2**32 - 1
+MAX_QTY = 2**32 - 1
+MAX_ID = 2**64 - 1
+
+
+def as_tuples(fills: Any) -> list[tuple[int, int, int, int, int]]:
+    return [tuple(int(x) for x in f) for f in fills]  # type: ignore[misc]
+
+
+def rejected(impl: BookImpl, reason: str, order_id: int | None = None) -> Any:
+    """pytest.raises for OrderRejected that also checks reason and id afterwards."""
+    return _Rejected(impl, reason, order_id)
+
+
+class _Rejected:
+    def __init__(self, impl: BookImpl, reason: str, order_id: int | None) -> None:
+        self.impl, self.reason, self.order_id = impl, reason, order_id
+        self._ctx: Any = None
+
+    def __enter__(self) -> None:
+        self._ctx = pytest.raises(self.impl.OrderRejected)
+        self.info = self._ctx.__enter__()
+
+    def __exit__(self, *exc: Any) -> bool:
+        suppressed = bool(self._ctx.__exit__(*exc))
+        err = self.info.value
+        assert isinstance(err, ValueError)
+        assert err.reason == self.reason
+        if self.order_id is not None:
+            assert err.order_id == self.order_id
+            assert str(self.order_id) in str(err)
+        return suppressed
+
+
+def snapshot(book: Any) -> tuple[Any, ...]:
+    return (
+        len(book),
+        book.best_bid(),
+        book.best_ask(),
+        book.depth(BUY, 1000),
+        book.depth(SELL, 1000),
+    )
+
+
+# ----------------------------------------------------------------- basics
+
+
+def test_empty_book(impl: BookImpl) -> None:
+    book = impl.new()
+    assert len(book) == 0
+    assert book.best_bid() is None
+    assert book.best_ask() is None
+    assert book.depth(BUY, 5) == []
+    assert book.depth(SELL, 5) == []
+    assert book.order(1) is None
+
+
+def test_side_is_int_enum(impl: BookImpl) -> None:
+    assert impl.Side.BUY == 0 and impl.Side.SELL == 1
+    assert int(impl.Side.SELL) == 1
+
+
+def test_resting_orders_and_queries(impl: BookImpl) -> None:
+    book = impl.new()
+    assert book.add_limit(1, BUY, 100, 10) == []
+    assert book.add_limit(2, BUY, 100, 5) == []
+    assert book.add_limit(3, BUY, 99, 7) == []
+    assert book.add_limit(4, SELL, 105, 3) == []
+    assert book.add_limit(5, SELL, 103, 4) == []
+    assert len(book) == 5
+    assert book.best_bid() == (100, 15)
+    assert book.best_ask() == (103, 4)
+    assert book.depth(BUY, 10) == [(100, 15, 2), (99, 7, 1)]
+    assert book.depth(SELL, 10) == [(103, 4, 1), (105, 3, 1)]
+    assert book.depth(BUY, 1) == [(100, 15, 2)]
+    assert book.depth(SELL, 0) == []
+    side, price, qty = book.order(3)
+    assert (side, price, qty) == (BUY, 99, 7)
+    assert side == impl.Side.BUY
+
+
+# --------------------------------------------------------------- matching
+
+
+def test_price_time_priority(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, SELL, 101, 5)
+    book.add_limit(2, SELL, 100, 5)
+    book.add_limit(3, SELL, 100, 5)
+    book.add_limit(4, SELL, 102, 5)
+    fills = book.add_limit(10, BUY, 101, 12)
+    # best price first (100: 2 then 3 by arrival), then 101; each at the resting price
+    assert as_tuples(fills) == [(2, 10, 100, 5, BUY), (3, 10, 100, 5, BUY), (1, 10, 101, 2, BUY)]
+    assert book.order(1) == (SELL, 101, 3)
+    assert book.best_ask() == (101, 3)
+    assert len(book) == 2
+
+
+def test_fill_compares_equal_to_tuple(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, SELL, 100, 5)
+    (fill,) = book.add_limit(2, BUY, 100, 5)
+    assert fill == (1, 2, 100, 5, BUY)
+    assert (fill.resting_id, fill.aggressor_id, fill.price, fill.qty) == (1, 2, 100, 5)
+    assert fill.aggressor_side == impl.Side.BUY
+    assert tuple(fill) == (1, 2, 100, 5, 0)
+
+
+def test_partial_fill_rests_remainder(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 5)
+    fills = book.add_limit(2, SELL, 99, 8)
+    assert as_tuples(fills) == [(1, 2, 100, 5, SELL)]
+    assert book.best_bid() is None
+    assert book.best_ask() == (99, 3)
+    assert book.order(2) == (SELL, 99, 3)
+
+
+def test_limit_does_not_cross_beyond_its_price(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, SELL, 101, 5)
+    assert book.add_limit(2, BUY, 100, 5) == []
+    assert book.best_bid() == (100, 5)
+    assert book.best_ask() == (101, 5)
+
+
+def test_remainder_rests_behind_earlier_orders(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, SELL, 100, 2)
+    book.add_limit(2, BUY, 101, 1)   # rests at 101? no: crosses 100 first
+    assert book.order(1) == (SELL, 100, 1)
+    book.add_limit(3, BUY, 99, 4)
+    book.add_limit(4, BUY, 100, 6)   # takes 1 at 100, rests 5 at 100
+    book.add_limit(5, BUY, 100, 2)
+    fills = book.add_limit(6, SELL, 100, 6)
+    assert as_tuples(fills) == [(4, 6, 100, 5, SELL), (5, 6, 100, 1, SELL)]
+    assert book.order(5) == (BUY, 100, 1)
+
+
+def test_market_sweep_with_unfilled_remainder(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, SELL, 100, 3)
+    book.add_limit(2, SELL, 200, 4)
+    book.add_limit(3, SELL, 4_000_000_000, 5)
+    fills, unfilled = book.add_market(9, BUY, 20)
+    assert as_tuples(fills) == [
+        (1, 9, 100, 3, BUY),
+        (2, 9, 200, 4, BUY),
+        (3, 9, 4_000_000_000, 5, BUY),
+    ]
+    assert unfilled == 8
+    assert len(book) == 0
+    assert book.order(9) is None  # a market order never rests
+
+
+def test_market_on_empty_side(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 3)
+    fills, unfilled = book.add_market(2, BUY, 7)
+    assert list(fills) == [] and unfilled == 7
+    assert book.best_bid() == (100, 3)
+    fills, unfilled = book.add_market(3, SELL, 2)
+    assert as_tuples(fills) == [(1, 3, 100, 2, SELL)] and unfilled == 0
+
+
+def test_sweep_of_many_orders_at_one_price(impl: BookImpl) -> None:
+    book = impl.new()
+    for i in range(100):
+        book.add_limit(i, SELL, 500, 10)
+    fills = book.add_limit(1000, BUY, 500, 1000)
+    assert [f[0] for f in fills] == list(range(100))
+    assert len(book) == 0 and book.best_ask() is None
+
+
+# ------------------------------------------------- cancel, reduce, execute
+
+
+def test_cancel(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 10)
+    book.add_limit(2, BUY, 100, 5)
+    assert book.cancel(1) == 10
+    assert book.depth(BUY, 5) == [(100, 5, 1)]
+    assert book.cancel(2) == 5
+    assert len(book) == 0 and book.best_bid() is None
+
+
+def test_reduce_keeps_priority(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, SELL, 100, 10)
+    book.add_limit(2, SELL, 100, 10)
+    assert book.reduce(1, 7) == 3
+    fills = book.add_limit(3, BUY, 100, 4)
+    assert as_tuples(fills) == [(1, 3, 100, 3, BUY), (2, 3, 100, 1, BUY)]
+
+
+def test_reduce_to_zero_removes(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, SELL, 100, 10)
+    assert book.reduce(1, 10) == 0
+    assert book.order(1) is None and len(book) == 0 and book.best_ask() is None
+
+
+def test_execute(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 10)
+    book.add_limit(2, BUY, 100, 10)
+    fill = book.execute(1, 4)
+    assert fill == (1, 0, 100, 4, SELL)  # aggressor side is opposite the resting order
+    assert book.order(1) == (BUY, 100, 6)
+    # the remainder keeps its priority
+    fills = book.add_limit(3, SELL, 100, 7)
+    assert as_tuples(fills) == [(1, 3, 100, 6, SELL), (2, 3, 100, 1, SELL)]
+    fill = book.execute(2, 9)
+    assert fill == (2, 0, 100, 9, SELL)
+    assert len(book) == 0
+
+
+def test_execute_sell_side(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(5, SELL, 70, 3)
+    assert book.execute(5, 3) == (5, 0, 70, 3, BUY)
+    assert book.order(5) is None
+
+
+# ------------------------------------------------------------------ replace
+
+
+def test_replace_loses_priority(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 5)
+    book.add_limit(2, BUY, 100, 5)
+    assert book.replace(1, 11, 100, 5) == []
+    assert book.order(1) is None
+    assert book.order(11) == (BUY, 100, 5)
+    fills = book.add_limit(3, SELL, 100, 6)
+    assert as_tuples(fills) == [(2, 3, 100, 5, SELL), (11, 3, 100, 1, SELL)]
+
+
+def test_replace_same_id_and_new_price(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, SELL, 100, 5)
+    book.add_limit(2, SELL, 100, 5)
+    assert book.replace(1, 1, 101, 8) == []
+    assert book.order(1) == (SELL, 101, 8)
+    assert book.depth(SELL, 5) == [(100, 5, 1), (101, 8, 1)]
+
+
+def test_replace_may_match(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 5)
+    book.add_limit(2, SELL, 105, 3)
+    fills = book.replace(1, 7, 106, 5)
+    assert as_tuples(fills) == [(2, 7, 105, 3, BUY)]
+    assert book.order(7) == (BUY, 106, 2)
+    assert book.order(1) is None
+
+
+# ------------------------------------------------------------------ rejects
+
+
+def test_reject_duplicate_id(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 5)
+    before = snapshot(book)
+    with rejected(impl, "duplicate_id", 1):
+        book.add_limit(1, SELL, 200, 5)
+    with rejected(impl, "duplicate_id", 1):
+        book.add_market(1, SELL, 5)
+    assert snapshot(book) == before
+
+
+def test_reject_unknown_id(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 5)
+    before = snapshot(book)
+    for call in (
+        lambda: book.cancel(2),
+        lambda: book.reduce(2, 1),
+        lambda: book.execute(2, 1),
+        lambda: book.replace(2, 3, 100, 1),
+    ):
+        with rejected(impl, "unknown_id", 2):
+            call()
+    assert snapshot(book) == before
+
+
+def test_filled_id_is_free_again(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 5)
+    book.add_limit(2, SELL, 100, 5)
+    with rejected(impl, "unknown_id", 1):
+        book.cancel(1)
+    assert book.add_limit(1, SELL, 90, 1) == []
+
+
+def test_reject_bad_price(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 5)
+    before = snapshot(book)
+    for price in (0, -1, MAX_PRICE + 1, 2**63 - 1):
+        with rejected(impl, "bad_price", 2):
+            book.add_limit(2, BUY, price, 5)
+        with rejected(impl, "bad_price", 1):
+            book.replace(1, 3, price, 5)
+    assert snapshot(book) == before
+
+
+def test_reject_bad_qty(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 5)
+    before = snapshot(book)
+    for qty in (0, -5, MAX_QTY + 1):
+        with rejected(impl, "bad_qty", 2):
+            book.add_limit(2, BUY, 100, qty)
+        with rejected(impl, "bad_qty", 2):
+            book.add_market(2, SELL, qty)
+        with rejected(impl, "bad_qty", 1):
+            book.reduce(1, qty)
+        with rejected(impl, "bad_qty", 1):
+            book.execute(1, qty)
+        with rejected(impl, "bad_qty", 1):
+            book.replace(1, 3, 100, qty)
+    assert snapshot(book) == before
+
+
+def test_reject_over_reduce(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 5)
+    before = snapshot(book)
+    with rejected(impl, "over_reduce", 1):
+        book.reduce(1, 6)
+    with rejected(impl, "over_reduce", 1):
+        book.execute(1, 6)
+    assert snapshot(book) == before
+
+
+def test_replace_to_other_live_id_is_duplicate(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 5)
+    book.add_limit(2, BUY, 99, 5)
+    before = snapshot(book)
+    with rejected(impl, "duplicate_id", 2):
+        book.replace(1, 2, 101, 5)
+    assert snapshot(book) == before
+
+
+def test_validation_order(impl: BookImpl) -> None:
+    """The first failing check names the reason, identically in every twin."""
+    book = impl.new()
+    book.add_limit(1, BUY, 100, 5)
+    with rejected(impl, "bad_price"):
+        book.add_limit(1, BUY, 0, 0)  # price before qty before duplicate
+    with rejected(impl, "bad_qty"):
+        book.add_limit(1, BUY, 100, 0)
+    with rejected(impl, "bad_qty"):
+        book.reduce(9, 0)  # qty before unknown id
+    with rejected(impl, "bad_price"):
+        book.replace(9, 1, 0, 5)  # price before unknown id
+
+
+def test_argument_types(impl: BookImpl) -> None:
+    book = impl.new()
+    with pytest.raises(TypeError):
+        book.add_limit(-1, BUY, 100, 5)
+    with pytest.raises(TypeError):
+        book.add_limit(2**64, BUY, 100, 5)
+    with pytest.raises(TypeError):
+        book.add_limit(1, BUY, 2**64, 5)
+    with pytest.raises(ValueError):
+        book.add_limit(1, 2, 100, 5)
+    assert len(book) == 0
+
+
+# ----------------------------------------------------------------- extremes
+
+
+def test_extreme_values(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(0, BUY, 1, MAX_QTY)
+    book.add_limit(MAX_ID, SELL, MAX_PRICE, MAX_QTY)
+    book.add_limit(5, BUY, 1, MAX_QTY)  # level total above 2**32
+    assert book.order(0) == (BUY, 1, MAX_QTY)
+    assert book.order(MAX_ID) == (SELL, MAX_PRICE, MAX_QTY)
+    assert book.best_bid() == (1, 2 * MAX_QTY)
+    assert book.best_ask() == (MAX_PRICE, MAX_QTY)
+    fills = book.add_limit(7, SELL, 1, MAX_QTY)
+    assert as_tuples(fills) == [(0, 7, 1, MAX_QTY, SELL)]
+    fills, unfilled = book.add_market(8, BUY, MAX_QTY)
+    assert as_tuples(fills) == [(MAX_ID, 8, MAX_PRICE, MAX_QTY, BUY)] and unfilled == 0
+    assert book.cancel(5) == MAX_QTY
+    assert len(book) == 0
+
+
+def test_prices_far_apart(impl: BookImpl) -> None:
+    book = impl.new()
+    book.add_limit(1, BUY, 1, 10)
+    book.add_limit(2, SELL, 4_000_000_000, 10)
+    book.add_limit(3, BUY, 2, 10)
+    book.add_limit(4, SELL, 3_999_999_999, 10)
+    assert book.best_bid() == (2, 10)
+    assert book.best_ask() == (3_999_999_999, 10)
+    assert book.depth(BUY, 5) == [(2, 10, 1), (1, 10, 1)]
+    assert book.depth(SELL, 5) == [(3_999_999_999, 10, 1), (4_000_000_000, 10, 1)]
+    fills = book.add_limit(5, SELL, 1, 25)
+    assert as_tuples(fills) == [(3, 5, 2, 10, SELL), (1, 5, 1, 10, SELL)]
+    assert book.best_ask() == (1, 5)
+    fills = book.add_limit(6, BUY, 4_000_000_000, 30)
+    assert as_tuples(fills) == [
+        (5, 6, 1, 5, BUY),
+        (4, 6, 3_999_999_999, 10, BUY),
+        (2, 6, 4_000_000_000, 10, BUY),
+    ]
+    assert book.best_bid() == (4_000_000_000, 5)
+
+
+def test_emptied_and_refilled(impl: BookImpl) -> None:
+    book = impl.new()
+    for round_ in range(3):
+        base = 1_000 + round_ * 10_000_000
+        for i in range(50):
+            book.add_limit(i, BUY, base + i, 1)
+            book.add_limit(100 + i, SELL, base + 100 + i, 1)
+        assert book.best_bid() == (base + 49, 1)
+        assert book.best_ask() == (base + 100, 1)
+        assert len(book) == 100
+        for i in range(50):
+            book.cancel(i)
+            book.cancel(100 + i)
+        assert len(book) == 0 and book.best_bid() is None and book.best_ask() is None
+
+
+def test_many_levels_and_orders(impl: BookImpl) -> None:
+    book = impl.new()
+    for i in range(5000):
+        book.add_limit(i, BUY if i % 2 else SELL, 1_000_000 + (i % 2) * -5000 + i // 2 * 1, 3)
+    assert len(book) == 5000
+    bids = book.depth(BUY, 10_000)
+    asks = book.depth(SELL, 10_000)
+    assert len(bids) == 2500 and len(asks) == 2500
+    assert [p for p, _, _ in bids] == sorted((p for p, _, _ in bids), reverse=True)
+    assert bids[0][0] < asks[0][0]
+
+
+# -------------------------------------------------------------------- batch
+
+
+def make_ops(rows: list[tuple[int, int, int, int, int, int]]) -> np.ndarray:
+    """rows of (op, order_id, side, price, qty, new_order_id)."""
+    ops = np.zeros(len(rows), dtype=OPS_DTYPE)
+    for i, (op, oid, side, price, qty, new_id) in enumerate(rows):
+        ops[i] = (oid, new_id, price, qty, op, side)
+    return ops
+
+
+def test_apply_matches_single_ops(impl: BookImpl) -> None:
+    rows = [
+        (OP_LIMIT, 1, SELL, 100, 5, 0),
+        (OP_LIMIT, 2, SELL, 101, 5, 0),
+        (OP_LIMIT, 3, BUY, 101, 7, 0),
+        (OP_LIMIT, 2, BUY, 90, 7, 0),          # duplicate_id
+        (OP_CANCEL, 77, 0, 0, 0, 0),           # unknown_id
+        (OP_LIMIT, 4, BUY, 0, 1, 0),           # bad_price
+        (OP_LIMIT, 5, BUY, 99, 0, 0),          # bad_qty
+        (OP_REDUCE, 2, 0, 0, 9, 0),            # over_reduce
+        (OP_LIMIT, 6, 2, 99, 1, 0),            # bad_side
+        (9, 7, 0, 99, 1, 0),                   # bad_op
+        (OP_EXECUTE, 2, 0, 0, 1, 0),
+        (OP_REPLACE, 2, 0, 95, 4, 8),
+        (OP_MARKET, 9, BUY, 0, 3, 0),
+        (OP_LIMIT, 10, BUY, 96, 2, 0),
+        (OP_REDUCE, 10, 0, 0, 1, 0),
+    ]
+    book = impl.new()
+    fills, rejects = book.apply(make_ops(rows))
+    assert [tuple(int(x) for x in r) for r in rejects] == [
+        (3, REASON_CODE["duplicate_id"]),
+        (4, REASON_CODE["unknown_id"]),
+        (5, REASON_CODE["bad_price"]),
+        (6, REASON_CODE["bad_qty"]),
+        (7, REASON_CODE["over_reduce"]),
+        (8, REASON_CODE["bad_side"]),
+        (9, REASON_CODE["bad_op"]),
+    ]
+    got = [tuple(int(x) for x in f) for f in fills]
+    assert got == [
+        # resting, aggressor, price, qty, op_index, side  (FILL_DTYPE field order)
+        (1, 3, 100, 5, 2, BUY),
+        (2, 3, 101, 2, 2, BUY),
+        (2, 0, 101, 1, 10, BUY),
+        (8, 9, 95, 3, 12, BUY),
+        (8, 10, 95, 1, 13, BUY),
+    ]
+    assert list(fills.dtype.names) == [
+        "resting_id", "aggressor_id", "price", "qty", "op_index", "aggressor_side"
+    ]
+    assert book.best_ask() is None
+    assert book.best_bid() is None
+    assert len(book) == 0
+
+
+def test_apply_empty(impl: BookImpl) -> None:
+    book = impl.new()
+    fills, rejects = book.apply(np.zeros(0, dtype=OPS_DTYPE))
+    assert len(fills) == 0 and len(rejects) == 0
+
+
+def test_apply_wrong_dtype(impl: BookImpl) -> None:
+    book = impl.new()
+    with pytest.raises((TypeError, ValueError)):
+        book.apply(np.zeros(3, dtype=np.int64))
