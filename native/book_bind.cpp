@@ -135,8 +135,13 @@ struct OpsView {
     explicit OpsView(nb::handle ops_in) {
         nb::object dtypes = nb::module_::import_("twinmatch.dtypes");
         nb::object np = nb::module_::import_("numpy");
-        // A no-op for a C-contiguous OPS_DTYPE array; otherwise numpy converts (or raises).
-        arr = np.attr("ascontiguousarray")(ops_in, "dtype"_a = dtypes.attr("OPS_DTYPE"));
+        nb::object want = dtypes.attr("OPS_DTYPE");
+        nb::object given = np.attr("asarray")(ops_in);
+        if (!given.attr("dtype").equal(want))
+            throw nb::type_error(nb::str("ops must have dtype OPS_DTYPE, got {}")
+                                     .format(given.attr("dtype")).c_str());
+        // A no-op for a C-contiguous array; a strided slice is copied once.
+        arr = np.attr("ascontiguousarray")(given);
         if (nb::cast<int>(arr.attr("ndim")) != 1)
             throw nb::value_error("apply: ops must be a one-dimensional OPS_DTYPE array");
         if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
@@ -351,20 +356,32 @@ void register_book(nb::module_& m) {
         .value("BUY", Side::Buy)
         .value("SELL", Side::Sell);
 
-    g_order_rejected = PyErr_NewExceptionWithDoc(
-        "optimized._native.OrderRejected",
-        "An operation was rejected; .order_id and .reason (snake_case) say which and why.",
-        PyExc_ValueError, nullptr);
-    if (g_order_rejected == nullptr) throw nb::python_error();
-    m.attr("OrderRejected") = nb::handle(g_order_rejected);  // the module keeps a reference
+    // OrderRejected is a plain Python class (like the naive twin's), defined here so
+    // that C++ can raise it: OrderRejected(order_id, reason) sets both attributes.
+    nb::dict ns;
+    ns["__name__"] = "optimized._native";
+    nb::module_::import_("builtins").attr("exec")(
+        "class OrderRejected(ValueError):\n"
+        "    \"\"\"An operation the book refused; the book is unchanged.\"\"\"\n"
+        "\n"
+        "    def __init__(self, order_id: int, reason: str) -> None:\n"
+        "        super().__init__(f'order {order_id} rejected: {reason}')\n"
+        "        self.order_id = order_id\n"
+        "        self.reason = reason\n",
+        ns);
+    nb::object cls = ns["OrderRejected"];
+    m.attr("OrderRejected") = cls;
+    g_order_rejected = cls.release().ptr();  // kept for the life of the process
     nb::register_exception_translator([](const std::exception_ptr& p, void*) {
         try {
             std::rethrow_exception(p);
         } catch (const Rejected& e) {
-            nb::object exc = nb::borrow(g_order_rejected)(e.message);
-            exc.attr("order_id") = e.order_id;
-            exc.attr("reason") = reason_name(e.reason);
-            PyErr_SetObject(g_order_rejected, exc.ptr());
+            try {
+                nb::object exc = nb::borrow(g_order_rejected)(e.order_id, reason_name(e.reason));
+                PyErr_SetObject(g_order_rejected, exc.ptr());
+            } catch (nb::python_error& err) {
+                err.restore();
+            }
         }
     });
 
@@ -406,7 +423,12 @@ void register_book(nb::module_& m) {
             "__iter__", [](const Fill& a) { return nb::iter(fill_tuple(a)); },
             nb::sig("def __iter__(self) -> typing.Iterator[int]"))
         .def(
-            "__getitem__", [](const Fill& a, nb::handle i) { return fill_tuple(a)[i]; },
+            "__getitem__",
+            [](const Fill& a, nb::handle i) -> nb::object {
+                nb::object t = fill_tuple(a);
+                nb::object item = t[i];  // materialise before t goes away
+                return item;
+            },
             nb::sig("def __getitem__(self, index: int, /) -> int"))
         .def("__repr__", [](const Fill& a) {
             return nb::str("Fill(resting_id={}, aggressor_id={}, price={}, qty={}, "
