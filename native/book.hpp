@@ -126,85 +126,106 @@ private:
 
 // --8<-- [start:hash]
 // Order id -> node index. Open addressing with linear probing in a power-of-two
-// table kept at most half full. Any uint64 is a valid id (0 and 2^64-1 too), so a
-// slot's emptiness is marked by its value (kNil), never by a special key. Deletion
-// shifts later entries of the probe run back ("backward shift"), so there are no
-// tombstones and lookups never slow down with churn.
+// table kept at most half full. A slot is 8 bytes: the node index and a 32-bit
+// fingerprint of the id (the top half of a strong 64-bit hash). The id itself is
+// not stored: a fingerprint match is confirmed against the node's id, which the
+// caller is about to read anyway. Small slots mean the table of a busy book stays
+// in cache. The home slot is fingerprint & mask, so growing or shifting entries
+// never needs the id. Any uint64 is a valid id (0 and 2^64-1 too): emptiness is
+// marked by node == kNil, never by a special id. Deletion shifts later entries of
+// the probe run back ("backward shift"), so there are no tombstones.
 class IdHash {
 public:
     explicit IdHash(std::uint32_t expected) {
         std::uint64_t cap = 16;
         while (cap < std::uint64_t(expected) * 2) cap <<= 1;
-        alloc_table(cap);
+        alloc_table(std::min(cap, kMaxSlots));
     }
     ~IdHash() { std::free(slots_); }
     IdHash(const IdHash&) = delete;
     IdHash& operator=(const IdHash&) = delete;
 
-    // A strong 64-bit mixer (MurmurHash3's finaliser): sequential ids, ids that
-    // differ only in high bits, all spread over the table.
-    static std::uint64_t mix(std::uint64_t k) {
+    // MurmurHash3's finaliser: sequential ids, and ids differing only in high bits,
+    // all spread over the table; the top 32 bits are the fingerprint.
+    static std::uint32_t fingerprint(std::uint64_t k) {
         k ^= k >> 33;
         k *= 0xff51afd7ed558ccdULL;
         k ^= k >> 33;
         k *= 0xc4ceb9fe1a85ec53ULL;
         k ^= k >> 33;
-        return k;
+        return static_cast<std::uint32_t>(k >> 32);
     }
-    std::uint64_t home(std::uint64_t key) const { return mix(key) & mask_; }
+    std::uint64_t home(std::uint64_t key) const { return fingerprint(key) & mask_; }
 
-    std::uint32_t find(std::uint64_t key) const {
-        for (std::uint64_t i = home(key);; i = (i + 1) & mask_) {
-            const Slot& s = slots_[i];
-            if (s.val == kNil) return kNil;  // an empty slot ends the probe run
-            if (s.key == key) return s.val;
+    std::uint32_t find(std::uint64_t key, const NodePool& pool) const {
+        std::uint32_t fp = fingerprint(key);
+        for (std::uint64_t i = fp & mask_;; i = (i + 1) & mask_) {
+            Slot s = slots_[i];
+            if (s.node == kNil) return kNil;  // an empty slot ends the probe run
+            if (s.fp == fp && pool[s.node].id == key) return s.node;
         }
     }
     // Called before an operation changes anything: afterwards insert() cannot fail.
     void ensure_one() {
-        if ((size_ + 1) * 2 > mask_ + 1) rehash((mask_ + 1) * 2);
+        if ((size_ + 1) * 2 > mask_ + 1) {
+            if (mask_ + 1 >= kMaxSlots) throw std::length_error("order id table full (2^31 orders)");
+            rehash((mask_ + 1) * 2);
+        }
     }
-    void insert(std::uint64_t key, std::uint32_t val) {  // key must be absent
-        std::uint64_t i = home(key);
-        while (slots_[i].val != kNil) i = (i + 1) & mask_;
-        slots_[i].key = key;
-        slots_[i].val = val;
+    void insert(std::uint64_t key, std::uint32_t node) {  // key must be absent
+        std::uint32_t fp = fingerprint(key);
+        std::uint64_t i = fp & mask_;
+        while (slots_[i].node != kNil) i = (i + 1) & mask_;
+        slots_[i] = Slot{fp, node};
         ++size_;
     }
-    void erase(std::uint64_t key) {  // key must be present
+    // Forget the entry of `key`, which maps to `node` (so no id comparison is needed).
+    void erase(std::uint64_t key, std::uint32_t node) {
         std::uint64_t i = home(key);
-        while (slots_[i].key != key || slots_[i].val == kNil) i = (i + 1) & mask_;
+        while (slots_[i].node != node) i = (i + 1) & mask_;
         // Backward shift: walk the rest of the run; an entry may move into the hole
         // at i only if i lies between its home slot and where it sits now.
-        for (std::uint64_t j = (i + 1) & mask_; slots_[j].val != kNil; j = (j + 1) & mask_) {
-            std::uint64_t h = home(slots_[j].key);
+        for (std::uint64_t j = (i + 1) & mask_; slots_[j].node != kNil; j = (j + 1) & mask_) {
+            std::uint64_t h = slots_[j].fp & mask_;
             if (((j - h) & mask_) >= ((j - i) & mask_)) {
                 slots_[i] = slots_[j];
                 i = j;
             }
         }
-        slots_[i].val = kNil;
+        slots_[i].node = kNil;
         --size_;
     }
     void clear() {
-        for (std::uint64_t i = 0; i <= mask_; ++i) slots_[i].val = kNil;
+        for (std::uint64_t i = 0; i <= mask_; ++i) slots_[i].node = kNil;
         size_ = 0;
     }
     std::uint64_t capacity() const { return mask_ + 1; }
     std::uint64_t size() const { return size_; }
+    // Batch hints: start loading the key's home slot; or, once it is cached, the
+    // node of the first fingerprint match (unconfirmed: it is only a hint).
+    void prefetch(std::uint64_t key) const { __builtin_prefetch(&slots_[home(key)]); }
+    void prefetch_node(std::uint64_t key, const NodePool& pool) const {
+        std::uint32_t fp = fingerprint(key);
+        for (std::uint64_t i = fp & mask_;; i = (i + 1) & mask_) {
+            Slot s = slots_[i];
+            if (s.node == kNil) return;
+            if (s.fp == fp) return __builtin_prefetch(&pool[s.node]);
+        }
+    }
 
 private:
     struct Slot {
-        std::uint64_t key;
-        std::uint32_t val;  // node index, or kNil when the slot is empty
-        std::uint32_t pad_;
+        std::uint32_t fp;    // fingerprint(id); its low bits are the home slot
+        std::uint32_t node;  // node index, or kNil when the slot is empty
     };
-    static_assert(sizeof(Slot) == 16);
+    static_assert(sizeof(Slot) == 8);
+    // The home slot comes from the 32-bit fingerprint, so at most 2^32 slots.
+    static constexpr std::uint64_t kMaxSlots = std::uint64_t(1) << 32;
 
     void alloc_table(std::uint64_t cap) {
         auto* p = static_cast<Slot*>(std::malloc(cap * sizeof(Slot)));
         if (p == nullptr) throw std::bad_alloc();
-        for (std::uint64_t i = 0; i < cap; ++i) p[i].val = kNil;
+        for (std::uint64_t i = 0; i < cap; ++i) p[i].node = kNil;
         slots_ = p;
         mask_ = cap - 1;
         size_ = 0;
@@ -213,8 +234,13 @@ private:
         Slot* old = slots_;
         std::uint64_t old_cap = mask_ + 1;
         alloc_table(cap);  // throws before anything is lost
-        for (std::uint64_t i = 0; i < old_cap; ++i)
-            if (old[i].val != kNil) insert(old[i].key, old[i].val);
+        for (std::uint64_t i = 0; i < old_cap; ++i) {
+            if (old[i].node == kNil) continue;
+            std::uint64_t j = old[i].fp & mask_;
+            while (slots_[j].node != kNil) j = (j + 1) & mask_;
+            slots_[j] = old[i];
+            ++size_;
+        }
         std::free(old);
     }
     Slot* slots_ = nullptr;
@@ -341,7 +367,7 @@ public:
     Reason add_limit(std::uint64_t id, Side side, std::int64_t price, std::int64_t qty, Sink&& sink) {
         if (price < 1 || price > kMaxPrice) return Reason::BadPrice;
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        if (ids_.find(id) != kNil) return Reason::DuplicateId;
+        if (ids_.find(id, pool_) != kNil) return Reason::DuplicateId;
         reserve_one();
         enter(id, side, static_cast<std::uint32_t>(price), static_cast<std::uint32_t>(qty), sink);
         return Reason::Ok;
@@ -351,14 +377,14 @@ public:
     Reason add_market(std::uint64_t id, Side side, std::int64_t qty, std::uint64_t& unfilled,
                       Sink&& sink) {
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        if (ids_.find(id) != kNil) return Reason::DuplicateId;
+        if (ids_.find(id, pool_) != kNil) return Reason::DuplicateId;
         std::uint64_t limit = side == Side::Buy ? ~std::uint64_t(0) : 0;
         unfilled = match(id, side, limit, static_cast<std::uint32_t>(qty), sink);
         return Reason::Ok;  // the remainder is cancelled, never rests
     }
 
     Reason cancel(std::uint64_t id, std::uint64_t& removed) {
-        std::uint32_t i = ids_.find(id);
+        std::uint32_t i = ids_.find(id, pool_);
         if (i == kNil) return Reason::UnknownId;
         removed = pool_[i].qty;
         remove(i);
@@ -367,7 +393,7 @@ public:
 
     Reason reduce(std::uint64_t id, std::int64_t qty, std::uint64_t& left) {
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        std::uint32_t i = ids_.find(id);
+        std::uint32_t i = ids_.find(id, pool_);
         if (i == kNil) return Reason::UnknownId;
         Node& n = pool_[i];
         if (std::uint64_t(qty) > n.qty) return Reason::OverReduce;
@@ -383,7 +409,7 @@ public:
 
     Reason execute(std::uint64_t id, std::int64_t qty, Fill& fill) {
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        std::uint32_t i = ids_.find(id);
+        std::uint32_t i = ids_.find(id, pool_);
         if (i == kNil) return Reason::UnknownId;
         const Node& n = pool_[i];
         if (std::uint64_t(qty) > n.qty) return Reason::OverReduce;
@@ -400,9 +426,9 @@ public:
                    std::int64_t qty, Sink&& sink) {
         if (price < 1 || price > kMaxPrice) return Reason::BadPrice;
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        std::uint32_t i = ids_.find(old_id);
+        std::uint32_t i = ids_.find(old_id, pool_);
         if (i == kNil) return Reason::UnknownId;
-        if (new_id != old_id && ids_.find(new_id) != kNil) return Reason::DuplicateId;
+        if (new_id != old_id && ids_.find(new_id, pool_) != kNil) return Reason::DuplicateId;
         Side side = pool_[i].side;
         remove(i);  // frees a node and a hash slot, so enter() below cannot need growth
         enter(new_id, side, static_cast<std::uint32_t>(price), static_cast<std::uint32_t>(qty),
@@ -421,7 +447,7 @@ public:
         return l ? price : 0;
     }
     bool order(std::uint64_t id, Side& side, std::uint32_t& price, std::uint32_t& qty) const {
-        std::uint32_t i = ids_.find(id);
+        std::uint32_t i = ids_.find(id, pool_);
         if (i == kNil) return false;
         const Node& n = pool_[i];
         side = n.side;
@@ -479,6 +505,22 @@ public:
         ids_.clear();
         n_orders_ = 0;
     }
+
+    // --8<-- [start:prefetch]
+    // Batch-only hints: apply() knows the next operations, so it asks the memory
+    // system for their hash slot several ops ahead, then (once the slot is cached)
+    // for the order node. They change nothing; a wrong guess only wastes a load.
+    void prefetch_slot(std::uint64_t id) const { ids_.prefetch(id); }
+    void prefetch_node(std::uint64_t id) const { ids_.prefetch_node(id, pool_); }
+    // Last stage (node now cached): its queue neighbours, which a cancel relinks.
+    void prefetch_links(std::uint64_t id) const {
+        std::uint32_t i = ids_.find(id, pool_);
+        if (i == kNil) return;
+        const Node& n = pool_[i];
+        if (n.prev != kNil) __builtin_prefetch(&pool_[n.prev]);
+        if (n.next != kNil) __builtin_prefetch(&pool_[n.next]);
+    }
+    // --8<-- [end:prefetch]
 
     // Internals, for tests and the book's layout table.
     std::uint64_t window_levels() const { return window_; }
@@ -592,7 +634,7 @@ private:
                 l->total -= q;
                 if (n.qty != 0) break;  // a partly filled head keeps its place
                 std::uint32_t next = n.next;
-                ids_.erase(n.id);
+                ids_.erase(n.id, i);
                 pool_.release(i);
                 --l->count;
                 --n_orders_;
@@ -647,7 +689,7 @@ private:
         if (n.next != kNil) pool_[n.next].prev = n.prev; else l->tail = n.prev;
         l->total -= n.qty;
         if (--l->count == 0) drop_level(n.price, n.side);
-        ids_.erase(n.id);
+        ids_.erase(n.id, i);
         pool_.release(i);
         --n_orders_;
     }

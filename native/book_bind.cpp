@@ -83,7 +83,15 @@ struct Bound {
 template <class B>
 void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord>& fills,
              std::vector<RejectRecord>& rejects) {
+    // How far ahead to prefetch: far enough for a load from memory to arrive,
+    // near enough that the line is still cached when the op comes round.
+    constexpr std::size_t kSlotAhead = 16, kNodeAhead = 8, kLinksAhead = 3;
     for (std::size_t k = 0; k < n; ++k) {
+        if constexpr (requires { book.prefetch_slot(0); }) {  // Book has them, MapBook not
+            if (k + kSlotAhead < n) book.prefetch_slot(ops[k + kSlotAhead].order_id);
+            if (k + kNodeAhead < n) book.prefetch_node(ops[k + kNodeAhead].order_id);
+            if (k + kLinksAhead < n) book.prefetch_links(ops[k + kLinksAhead].order_id);
+        }
         const OpRecord& op = ops[k];
         auto idx = static_cast<std::uint32_t>(k);  // n < 2^32 is checked by the caller
         auto sink = [&](const Fill& f) {
@@ -473,7 +481,7 @@ void register_book(nb::module_& m) {
             nb::dict d;
             d["node_bytes"] = sizeof(Node);
             d["level_bytes"] = sizeof(Level);
-            d["hash_slot_bytes"] = 16;
+            d["hash_slot_bytes"] = 8;
             d["op_record_bytes"] = sizeof(OpRecord);
             d["fill_record_bytes"] = sizeof(FillRecord);
             d["default_window_levels"] = Book::kDefaultWindow;
