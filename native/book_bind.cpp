@@ -466,8 +466,8 @@ void register_book(nb::module_& m) {
             nb::sig("def stats(self) -> dict[str, int]"),
             "Internals (window, pool, hash sizes) for tests and the book's tables.")
         .def(
-            "_hash_home", [](Bound<Book>& b, std::uint64_t id) { return b.book.hash_home(id); },
-            "order_id"_a, "The id's home slot in the current hash table (tests only).");
+            "hash_home", [](Bound<Book>& b, std::uint64_t id) { return b.book.hash_home(id); },
+            "order_id"_a, "The id's home slot in the current id hash table (for tests).");
     bind_api<Book>(book);
 
     nb::class_<Bound<MapBook>> map_book(
