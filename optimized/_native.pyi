@@ -1,11 +1,10 @@
 """twinmatch optimized twins (C++20)"""
 
-from collections.abc import Iterator
 import enum
+from collections.abc import Iterator
 
 import numpy
 import numpy.typing
-
 
 COMPILER: str
 
@@ -28,35 +27,25 @@ class Fill:
     One trade: compares equal to the tuple (resting_id, aggressor_id, price, qty, aggressor_side).
     """
 
-    def __init__(self, resting_id: int, aggressor_id: int, price: int, qty: int, aggressor_side: Side) -> None: ...
-
+    def __init__(
+        self, resting_id: int, aggressor_id: int, price: int, qty: int, aggressor_side: Side
+    ) -> None: ...
     @property
     def resting_id(self) -> int: ...
-
     @property
     def aggressor_id(self) -> int: ...
-
     @property
     def price(self) -> int: ...
-
     @property
     def qty(self) -> int: ...
-
     @property
     def aggressor_side(self) -> Side: ...
-
     def __eq__(self, other: object, /) -> bool: ...
-
     def __ne__(self, other: object, /) -> bool: ...
-
     def __hash__(self) -> int: ...
-
     def __len__(self) -> int: ...
-
     def __iter__(self) -> Iterator[int]: ...
-
     def __getitem__(self, index: int, /) -> int: ...
-
     def __repr__(self) -> str: ...
 
 class Book:
@@ -65,7 +54,6 @@ class Book:
     """
 
     def __init__(self, window_levels: int = 262144, initial_orders: int = 65536) -> None: ...
-
     def stats(self) -> dict[str, int]:
         """Internals (window, pool, hash sizes) for tests and the book's tables."""
 
@@ -112,7 +100,9 @@ class Book:
     def clear(self) -> None:
         """Remove every order, keeping the allocated capacity (for benchmarks)."""
 
-    def apply(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
         """
         Apply an OPS_DTYPE array in C++ with the GIL released; returns
         (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
@@ -129,7 +119,6 @@ class MapBook:
     """The std::map / std::list / std::unordered_map baseline, same API."""
 
     def __init__(self, initial_orders: int = 65536) -> None: ...
-
     def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
         """Add a limit order; returns the fills it caused (the remainder rests)."""
 
@@ -170,7 +159,9 @@ class MapBook:
     def clear(self) -> None:
         """Remove every order, keeping the allocated capacity (for benchmarks)."""
 
-    def apply(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
         """
         Apply an OPS_DTYPE array in C++ with the GIL released; returns
         (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a

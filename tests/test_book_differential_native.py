@@ -67,10 +67,11 @@ def call(book: Any, op: int, oid: int, new_id: int, price: int, qty: int, side: 
         if op == 5:
             return book.replace(oid, new_id, price, qty)
         return book.depth(side % 2, qty)
-    except (naive.OrderRejected, ValueError) as err:
-        if not hasattr(err, "reason"):
+    except ValueError as err:  # both twins' OrderRejected are ValueErrors with .reason
+        reason = getattr(err, "reason", None)
+        if reason is None:
             raise
-        return ("rejected", err.order_id, err.reason)
+        return ("rejected", getattr(err, "order_id", None), reason)
 
 
 def normalise(result: Any) -> Any:

@@ -81,15 +81,16 @@ def test_far_prices_and_recentre() -> None:
 
 def test_depth_merges_window_and_far_levels() -> None:
     fast, slow = Book(window_levels=64), naive.Book()
+    both: list[Any] = [fast, slow]
     prices = [1_000_000 + d for d in (-3, -1, -40, -500, -100_000)] + [7, 1]
-    for b in (fast, slow):
+    for b in both:
         for i, p in enumerate(prices):
             b.add_limit(i, Side.BUY, p, i + 1)
         for i, p in enumerate([1_000_010, 1_000_020, 1_000_100, 3_000_000_000]):
             b.add_limit(100 + i, Side.SELL, p, 1)
     assert fast.stats()["far_levels"] > 0
     assert snapshot(fast) == snapshot(slow)
-    assert fast.depth(Side.BUY, 3) == slow.depth(Side.BUY, 3)
+    assert fast.depth(Side.BUY, 3) == slow.depth(naive.Side.BUY, 3)
 
 
 def test_pool_and_hash_grow_past_initial_capacity() -> None:
@@ -212,7 +213,7 @@ def test_fill_behaves_like_its_tuple() -> None:
     assert f != "x" and f != t[:4]
     assert hash(f) == hash(t)
     assert list(f) == list(t) and len(f) == 5
-    assert f[0] == 1 and f[-1] == Side.SELL and f[1:3] == (2, 300)
+    assert f[0] == 1 and f[-1] == Side.SELL and f[1:3] == (2, 300)  # type: ignore[index,comparison-overlap]
     assert f == naive.Fill(1, 2, 300, 4, naive.Side.SELL)
     assert naive.Fill(1, 2, 300, 4, naive.Side.SELL) == f
     assert repr(f).startswith("Fill(resting_id=1, aggressor_id=2, price=300, qty=4, ")
@@ -234,7 +235,7 @@ def test_apply_accepts_strided_and_rejects_bad_shapes() -> None:
     with pytest.raises(ValueError):
         Book().apply(ops.reshape(2, 2))
     with pytest.raises(TypeError):
-        Book().apply([1, 2, 3])
+        Book().apply([1, 2, 3])  # type: ignore[arg-type]
 
 
 def test_apply_ns_reports_counts() -> None:
