@@ -45,6 +45,13 @@ ALL_IMPLS = (
 )
 
 
+INCLUDES = {
+    "call": "matching + a Python loop with one Python->C++ call per operation",
+    "batch": "matching + one apply() call: numpy in, fills/rejects arrays out",
+    "cpp": "matching only: the apply loop timed inside C++, no Python",
+}
+
+
 def new_book(impl: str) -> Any:
     twin = impl.split("-")[0]
     return load_book_impl(twin).new()
@@ -129,7 +136,8 @@ def timed(benchmark: Any, impl: str, workload: str, rounds: int, n_ops: int) -> 
         else:
             run(impl, book, ops)
 
-    benchmark.extra_info.update(ops=n_ops, workload=workload, impl=impl)
+    benchmark.extra_info.update(ops=n_ops, workload=workload, impl=impl,
+                                includes=INCLUDES[impl.split("-")[1]])
     benchmark.pedantic(target, setup=lambda: ((prepare(),), {}), rounds=rounds, iterations=1)
     if cpp_ns:
         benchmark.extra_info["cpp_ns_per_op"] = float(np.median(cpp_ns))
