@@ -360,7 +360,7 @@ def ops_plot(group: Group, label: str, path: Path) -> None:
     ax.invert_yaxis()
     ax.set_xlabel("operations per second (log scale)" if per_op else "calls per second (log scale)")
     ax.set_title(f"{group.name}: throughput by implementation (higher is better)")
-    ax.legend(loc="lower right", fontsize=7)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     _footer(fig, label)
     _save(fig, path)
 
@@ -381,7 +381,7 @@ def depth_plot(group: Group, label: str, path: Path) -> None:
     ax.set_xlabel("depth")
     ax.set_ylabel("median ns per operation (log scale)")
     ax.set_title(f"{group.name}: cost per operation against depth (lower is better)")
-    ax.legend(fontsize=7)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
     _footer(fig, label)
     _save(fig, path)
 
