@@ -105,7 +105,8 @@ def wait_loaded(driver: webdriver.Chrome) -> None:
 
 
 def console_errors(driver: webdriver.Chrome) -> list[str]:
-    return [str(e.get("message")) for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+    entries = driver.get_log("browser")  # type: ignore[no-untyped-call]
+    return [str(e.get("message")) for e in entries if e.get("level") == "SEVERE"]
 
 
 def check_resources(driver: webdriver.Chrome, base: str, page: str, report: Report) -> None:
@@ -127,7 +128,7 @@ def tab_state(driver: webdriver.Chrome) -> list[dict[str, bool]]:
     for tabset in driver.find_elements(By.CSS_SELECTOR, ".tabbed-set"):
         labels = tabset.find_elements(By.CSS_SELECTOR, ":scope > .tabbed-labels > label")
         blocks = tabset.find_elements(By.CSS_SELECTOR, ":scope > .tabbed-content > .tabbed-block")
-        names = [lb.get_attribute("textContent").strip() for lb in labels]
+        names = [(lb.get_attribute("textContent") or "").strip() for lb in labels]
         if NAIVE in names and OPTIMIZED in names and len(blocks) == len(labels):
             states.append({name: blocks[names.index(name)].is_displayed()
                            for name in (NAIVE, OPTIMIZED)})
@@ -136,7 +137,7 @@ def tab_state(driver: webdriver.Chrome) -> list[dict[str, bool]]:
 
 def click_label(driver: webdriver.Chrome, text: str) -> None:
     for label in driver.find_elements(By.CSS_SELECTOR, ".tabbed-set > .tabbed-labels > label"):
-        if label.get_attribute("textContent").strip() == text:
+        if (label.get_attribute("textContent") or "").strip() == text:
             driver.execute_script("arguments[0].scrollIntoView({block: 'center'});", label)
             label.click()
             return

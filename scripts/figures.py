@@ -73,6 +73,10 @@ SECTION_RE = re.compile(r"^(?P<path>.+?):(?P<section>[a-z][-_0-9a-z]*)$", re.IGN
 IMAGE_RE = re.compile(r"""generated/(?P<name>[-_0-9A-Za-z.]+\.svg)""")
 
 
+# A table row: the test function and its parameters other than impl.
+RowKey = tuple[str, tuple[tuple[str, str], ...]]
+
+
 @dataclass(frozen=True)
 class Bench:
     """One benchmark of the run, reduced to what the book shows."""
@@ -108,20 +112,20 @@ class Group:
     def tests(self) -> list[str]:
         return list(dict.fromkeys(b.test for b in self.benches))
 
-    def row_key(self, b: Bench, drop: Sequence[str] = ()) -> tuple[str, tuple[tuple[str, str], ...]]:
+    def row_key(self, b: Bench, drop: Sequence[str] = ()) -> RowKey:
         return (b.test, tuple(p for p in b.params if p[0] not in drop))
 
-    def row_label(self, key: tuple[str, tuple[tuple[str, str], ...]]) -> str:
+    def row_label(self, key: RowKey) -> str:
         test, params = key
         words = [test] if len(self.tests()) > 1 or not params else []
         words += [v if k == "workload" else f"{k}={v}" for k, v in params]
         return " ".join(words)
 
-    def rows(self, drop: Sequence[str] = ()) -> list[tuple[str, tuple[tuple[str, str], ...]]]:
+    def rows(self, drop: Sequence[str] = ()) -> list[RowKey]:
         keys = list(dict.fromkeys(self.row_key(b, drop) for b in self.benches))
         return sorted(keys, key=lambda k: (self.tests().index(k[0]), _sortable(k[1])))
 
-    def cell(self, key: tuple[str, tuple[tuple[str, str], ...]], impl: str) -> Bench | None:
+    def cell(self, key: RowKey, impl: str) -> Bench | None:
         for b in self.benches:
             if b.impl == impl and self.row_key(b) == key:
                 return b
@@ -251,9 +255,11 @@ def speedup(group: Group, b: Bench) -> float | None:
 def table_html(group: Group, label: str) -> str:
     impls = group.impls()
     e = html.escape
+    per_op = ", time per operation and operations per second" if any(
+        b.has_ops for b in group.benches) else ""
     lines = [f'<div class="tm-bench" data-group="{e(group.name)}">', "<table>",
              f"<caption>Benchmark group <code>{e(group.name)}</code>: median time per call"
-             f"{', time per operation and operations per second' if any(b.has_ops for b in group.benches) else ''}"
+             f"{per_op}"
              f"; speedup over {e(IMPL_LABELS.get(BASELINE, BASELINE))}.</caption>",
              "<thead><tr><th>benchmark</th>"
              + "".join(f"<th>{e(IMPL_LABELS.get(i, i))}</th>" for i in impls) + "</tr></thead>",
@@ -267,7 +273,8 @@ def table_html(group: Group, label: str) -> str:
                 continue
             text = fmt_time(b.median)
             if b.has_ops:
-                text += f"<br><small>{fmt_time(b.per_op)}/op · {fmt_rate(1 / b.per_op)} ops/s</small>"
+                text += (f"<br><small>{fmt_time(b.per_op)}/op · "
+                         f"{fmt_rate(1 / b.per_op)} ops/s</small>")
             ratio = speedup(group, b)
             if ratio is not None:
                 text += f"<br><strong>{fmt_ratio(ratio)}</strong>"
@@ -277,7 +284,8 @@ def table_html(group: Group, label: str) -> str:
     includes = list(dict.fromkeys((b.test, b.includes) for b in group.benches if b.includes))
     notes = [f"<code>{e(t)}</code>: {e(text)}" for t, text in includes]
     rounds = sorted({b.rounds for b in group.benches})
-    notes.append(f"Rounds per benchmark: {rounds[0]}" + (f"–{rounds[-1]}" if len(rounds) > 1 else ""))
+    span = f"{rounds[0]}–{rounds[-1]}" if len(rounds) > 1 else f"{rounds[0]}"
+    notes.append(f"Rounds per benchmark: {span}")
     notes.append(f"Measured on: {e(label)}")
     lines.append('<p class="tm-bench-note">' + "<br>".join(notes) + "</p>")
     lines.append("</div>")

@@ -63,7 +63,7 @@ def native_build() -> dict[str, str]:
 
 def collect(now: dt.datetime | None = None) -> dict[str, Any]:
     """All the facts of the label, as a JSON-ready dict."""
-    when = now or dt.datetime.now(dt.timezone.utc)
+    when = now or dt.datetime.now(dt.UTC)
     native = native_build()
     return {
         "cpu": cpu_model(),
@@ -77,7 +77,7 @@ def collect(now: dt.datetime | None = None) -> dict[str, Any]:
 
 
 def label(info: dict[str, Any]) -> str:
-    """One line for a caption: 'Intel Xeon ..., 2 cores; GNU 12.2.0 Release; CPython 3.11.2; ...'."""
+    """One line for a caption: 'Xeon ..., 2 cores; GNU 12.2.0 Release; CPython 3.11.2; ...'."""
     parts = [
         f"{info.get('cpu', 'unknown CPU')}, {info.get('cores', '?')} cores",
         f"{info.get('compiler', 'unknown compiler')} {info.get('build', '')}".strip(),
