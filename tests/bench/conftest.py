@@ -7,13 +7,16 @@ benchmark once) or ``full`` (the default, what ``make bench`` measures).
 from __future__ import annotations
 
 import os
-import platform
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
 
 from twinmatch.flow import cached_order_flow
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
+import machine  # noqa: E402 - scripts/ is not a package
 
 SMALL = os.environ.get("TWINMATCH_BENCH_SCALE", "full") == "small"
 
@@ -23,17 +26,6 @@ def cached_flow(n: int, seed: int) -> np.ndarray:
     return cached_order_flow(n, seed)
 
 
-def machine_info() -> dict[str, Any]:
-    """What produced a number: recorded in every benchmark's extra_info."""
-    try:
-        from optimized import _native
-
-        compiler = f"{_native.COMPILER} ({_native.BUILD_TYPE}, -O3)"
-    except ImportError:  # pragma: no cover - the extension is part of the install
-        compiler = "unavailable"
-    return {"compiler": compiler, "python": platform.python_version(), "cores": os.cpu_count()}
-
-
-@pytest.fixture(scope="session")
-def machine() -> dict[str, Any]:
-    return machine_info()
+def pytest_benchmark_update_machine_info(config: Any, machine_info: dict[str, Any]) -> None:
+    """Label every run with what produced it (scripts/machine.py): CPU, compiler, flags."""
+    machine_info["twinmatch"] = machine.collect()
