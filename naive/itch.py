@@ -422,7 +422,8 @@ def scan(buffer: bytes | memoryview, base: int = 0) -> tuple[
             if row is not None:
                 rows.append(row)
         off += 2 + length
-    events = np.array(rows, dtype=EVENT_DTYPE)
+    events = np.zeros(len(rows), dtype=EVENT_DTYPE)  # zeros: padding bytes too, like C++
+    events[:] = rows
     by_char = {chr(code): counts[code] for code in sorted(counts)}
     if error is not None:
         error.events, error.counts = events, by_char
