@@ -21,7 +21,7 @@ GZIP_MAGIC: Final = b"\x1f\x8b"
 # pcap (both byte orders, micro- and nanosecond) and pcapng: captures, not framed ITCH.
 CAPTURE_MAGICS: Final = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
                          b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a")
-GZIP_READ: Final = 1 << 20  # compressed bytes fed to zlib at a time
+GZIP_READ: Final = 1 << 16  # compressed bytes fed to zlib at a time
 
 
 def is_gzip(path: str | Path) -> bool:
@@ -39,35 +39,65 @@ def check_not_capture(head: bytes) -> None:
         raise ItchError(0, "not_itch", detail="a pcap/pcapng capture; use pcap.read_file")
 
 
-def gunzip_chunks(path: str | Path, chunk_size: int) -> Iterator[bytes]:
-    """The decompressed bytes of a gzip file, at most ``chunk_size`` at a time.
+def _salvage(before: zlib._Decompress, data: bytes) -> bytes:
+    """Everything zlib can decompress from ``data`` before it detects the damage.
 
-    zlib hands over everything it could decompress before a corrupt or cut-off stream, so
-    every byte before the damage reaches the decoder; then ItchError("bad_gzip") names the
-    decompressed offset where the damage starts. Concatenated gzip members are read in turn.
+    zlib raises without returning the output of the failing call, so bisect for the longest
+    prefix of ``data`` that still decompresses (starting from a copy of the state before).
     """
-    produced = 0
+    lo, hi = 0, len(data)  # data[:lo] decompresses, data[:hi] raises
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        try:
+            before.copy().decompress(data[:mid])
+            lo = mid
+        except zlib.error:
+            hi = mid
+    return before.copy().decompress(data[:lo])
+
+
+def gunzip_chunks(path: str | Path, chunk_size: int) -> Iterator[bytes]:
+    """The decompressed bytes of a gzip file in ``chunk_size`` pieces (the last may be shorter).
+
+    Every byte zlib can recover before a corrupt or cut-off stream reaches the decoder, then
+    ItchError("bad_gzip") names the decompressed offset where the damage starts, whatever the
+    chunk size. Concatenated gzip members are read in turn.
+    """
+    produced = 0  # decompressed bytes so far
+    out = bytearray()
     with open(path, "rb") as f:
         d = zlib.decompressobj(wbits=31)  # 31: expect a gzip header and trailer
         pending = f.read(GZIP_READ)
-        while True:
+        while pending:
+            before = d.copy()
+            try:
+                piece = d.decompress(pending)
+            except zlib.error as exc:
+                piece = _salvage(before, pending)
+                out += piece
+                produced += len(piece)
+                yield from _pieces(out, chunk_size, final=True)
+                raise ItchError(produced, "bad_gzip", detail=str(exc)) from exc
+            out += piece
+            produced += len(piece)
+            yield from _pieces(out, chunk_size, final=False)
             if d.eof:  # a member ended; another may follow
                 pending = d.unused_data or f.read(GZIP_READ)
-                if not pending:
-                    return
-                d = zlib.decompressobj(wbits=31)
-            if not pending:
+                if pending:
+                    d = zlib.decompressobj(wbits=31)
+            else:
                 pending = f.read(GZIP_READ)
-                if not pending:
-                    raise ItchError(produced, "bad_gzip", detail="the gzip stream ends early")
-            try:
-                piece = d.decompress(pending, chunk_size)  # at most chunk_size bytes out
-            except zlib.error as exc:
-                raise ItchError(produced, "bad_gzip", detail=str(exc)) from exc
-            pending = d.unconsumed_tail
-            if piece:
-                produced += len(piece)
-                yield piece
+    yield from _pieces(out, chunk_size, final=True)
+    if not d.eof:
+        raise ItchError(produced, "bad_gzip", detail="the gzip stream ends early")
+
+
+def _pieces(out: bytearray, chunk_size: int, final: bool) -> Iterator[bytes]:
+    """Take whole chunk_size pieces off the front of ``out`` (and the rest if final)."""
+    while len(out) >= chunk_size or (final and out):
+        piece = bytes(out[:chunk_size])
+        del out[:chunk_size]
+        yield piece
 
 
 def plain_chunks(path: str | Path, chunk_size: int) -> Iterator[bytes]:

@@ -65,6 +65,9 @@ DAY_MIX: Final[dict[str, float]] = {
 
 def sample_day(n: int, seed: int = 1, symbols: int = 500) -> bytes:
     """n framed messages with a day's mix: S + R header, then order flow, then S C."""
+    if n < 2:
+        raise ValueError("a day has at least its start and end S messages")
+    symbols = max(1, min(symbols, (n - 2) // 10))  # directory is at most a tenth of the day
     rng = random.Random(seed)
     names = [f"S{i:04d}".encode().ljust(8) for i in range(symbols)]
     out = [frame(CLASSES[b"S"](0, 0, 3 * 3600 * 10**9, b"O"))]
@@ -76,7 +79,7 @@ def sample_day(n: int, seed: int = 1, symbols: int = 500) -> bytes:
     match = 1
     types = list(DAY_MIX)
     weights = list(DAY_MIX.values())
-    body = max(0, n - len(out) - 1)
+    body = n - len(out) - 1
     for kind in rng.choices(types, weights, k=body):
         t += rng.randrange(1, 200_000)
         loc = min(symbols, int(rng.paretovariate(1.2)))  # a few symbols get most traffic
