@@ -1,0 +1,1 @@
+"""The naive twins: readable pure Python, one module per component."""

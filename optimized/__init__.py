@@ -1,0 +1,1 @@
+"""The optimized twins: thin Python faces over the C++ extension optimized._native."""
