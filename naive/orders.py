@@ -22,6 +22,7 @@ Rules both twins share (same result or the same error, word for word):
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from os import PathLike
 from typing import Final
 
@@ -67,11 +68,10 @@ def read_bytes(source: Source) -> bytes:
         return f.read()
 
 
-def data_lines(data: bytes, names: tuple[str, ...]) -> list[tuple[int, list[bytes]]]:
-    """(line number, stripped fields) of every data line; checks the field count."""
+def data_lines(data: bytes, names: tuple[str, ...]) -> Iterator[tuple[int, list[bytes]]]:
+    """(line number, stripped fields) of each data line in turn; checks the field count."""
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    rows = []
     header_checked = False
     for number, line in enumerate(data.split(b"\n"), start=1):
         if not line.strip(b" \t\r"):
@@ -87,8 +87,7 @@ def data_lines(data: bytes, names: tuple[str, ...]) -> list[tuple[int, list[byte
                 f"line {number}: expected {len(names)} fields ({','.join(names)}),"
                 f" got {len(fields)}", number
             )
-        rows.append((number, fields))
-    return rows
+        yield number, fields
 
 
 # --8<-- [start:parse_field]
@@ -161,9 +160,8 @@ def field_error(number: int, name: str, text: bytes, problem: str) -> OrdersErro
 # --8<-- [start:read_csv]
 def read_csv(source: Source) -> np.ndarray:
     """CSV orders -> OPS_DTYPE array (quantity 0: cancel; price 0: market; else limit)."""
-    rows = data_lines(read_bytes(source), CSV_FIELDS)
-    ops = np.zeros(len(rows), dtype=OPS_DTYPE)
-    for i, (number, fields) in enumerate(rows):
+    records = []
+    for number, fields in data_lines(read_bytes(source), CSV_FIELDS):
         parsers = (
             lambda t: parse_uint(t, U64_MAX),
             lambda t: parse_uint(t, U32_MAX),
@@ -178,16 +176,15 @@ def read_csv(source: Source) -> np.ndarray:
                 raise field_error(number, name, text, str(problem)) from None
         order_id, price, qty, side = values
         op = OP_CANCEL if qty == 0 else OP_MARKET if price == 0 else OP_LIMIT
-        ops[i] = (order_id, 0, price, qty, op, side)
-    return ops
+        records.append((order_id, 0, price, qty, op, side))
+    return np.array(records, dtype=OPS_DTYPE)
 # --8<-- [end:read_csv]
 
 
 def read_lobster(source: Source) -> np.ndarray:
     """A LOBSTER message file -> LOBSTER_DTYPE array (time as int64 ns after midnight)."""
-    rows = data_lines(read_bytes(source), LOBSTER_FIELDS)
-    out = np.zeros(len(rows), dtype=LOBSTER_DTYPE)
-    for i, (number, fields) in enumerate(rows):
+    records = []
+    for number, fields in data_lines(read_bytes(source), LOBSTER_FIELDS):
         time_f, type_f, id_f, size_f, price_f, dir_f = fields
         try:
             name, text = "time", time_f
@@ -207,8 +204,8 @@ def read_lobster(source: Source) -> np.ndarray:
             direction = parse_choice(text, (1, -1), "must be 1 (buy) or -1 (sell)")
         except FieldProblem as problem:
             raise field_error(number, name, text, str(problem)) from None
-        out[i] = (time, order_id, price, size, kind, direction)
-    return out
+        records.append((time, order_id, price, size, kind, direction))
+    return np.array(records, dtype=LOBSTER_DTYPE)
 
 
 # --8<-- [start:lobster_to_ops]
