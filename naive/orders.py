@@ -162,19 +162,17 @@ def read_csv(source: Source) -> np.ndarray:
     """CSV orders -> OPS_DTYPE array (quantity 0: cancel; price 0: market; else limit)."""
     records = []
     for number, fields in data_lines(read_bytes(source), CSV_FIELDS):
-        parsers = (
-            lambda t: parse_uint(t, U64_MAX),
-            lambda t: parse_uint(t, U32_MAX),
-            lambda t: parse_uint(t, U32_MAX),
-            lambda t: parse_choice(t, (0, 1), "must be 0 (buy) or 1 (sell)"),
-        )
-        values = []
-        for name, text, parse in zip(CSV_FIELDS, fields, parsers, strict=True):
-            try:
-                values.append(parse(text))
-            except FieldProblem as problem:
-                raise field_error(number, name, text, str(problem)) from None
-        order_id, price, qty, side = values
+        try:
+            name, text = "order_id", fields[0]
+            order_id = parse_uint(text, U64_MAX)
+            name, text = "price", fields[1]
+            price = parse_uint(text, U32_MAX)
+            name, text = "quantity", fields[2]
+            qty = parse_uint(text, U32_MAX)
+            name, text = "side", fields[3]
+            side = parse_choice(text, (0, 1), "must be 0 (buy) or 1 (sell)")
+        except FieldProblem as problem:
+            raise field_error(number, name, text, str(problem)) from None
         op = OP_CANCEL if qty == 0 else OP_MARKET if price == 0 else OP_LIMIT
         records.append((order_id, 0, price, qty, op, side))
     return np.array(records, dtype=OPS_DTYPE)

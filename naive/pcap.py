@@ -34,6 +34,7 @@ Decisions, shared with the optimized twin (same statistics, same errors):
 
 from __future__ import annotations
 
+import importlib
 import struct
 from collections.abc import Iterable, Iterator
 from os import PathLike
@@ -337,7 +338,8 @@ class PcapReader:
         self._it = self._blocks()
 
     def _blocks(self) -> Iterator[tuple[Any, Any]]:
-        from naive import itch  # late: the ITCH decoder is a separate component
+        # Late: the ITCH decoder is a separate component, loaded when first needed.
+        itch = importlib.import_module("naive.itch")
 
         with open(self.path, "rb") as f:
             pending = b""

@@ -4,6 +4,7 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/tuple.h>
 
 #include "pcap.hpp"
 
@@ -18,7 +19,7 @@ using OutArray = nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>;
 
 // One malloc per call, sized to the input (the output never exceeds it), shrunk afterwards;
 // the numpy array owns it through the capsule. No allocation inside the scan itself.
-nb::tuple feed(Scanner& scanner, InBuf buf) {
+std::tuple<OutArray, std::size_t> feed(Scanner& scanner, InBuf buf) {
     const std::size_t n = buf.shape(0);
     auto* out = static_cast<std::uint8_t*>(std::malloc(n ? n : 1));
     if (!out) throw std::bad_alloc();
@@ -33,7 +34,7 @@ nb::tuple feed(Scanner& scanner, InBuf buf) {
     }
     nb::capsule owner(out, [](void* p) noexcept { std::free(p); });
     OutArray arr(out, {out_len}, owner);
-    return nb::make_tuple(arr, used);
+    return {arr, used};
 }
 
 nb::dict stats(const Scanner& s) {
@@ -63,7 +64,7 @@ void register_pcap(nb::module_& m) {
         .def(nb::init<>())
         .def("feed", &feed, nb::arg("buffer"),
              "Consume whole records; return (framed message blocks as uint8 array, bytes used)")
-        .def("stats", &stats)
+        .def("stats", &stats, nb::sig("def stats(self) -> dict[str, int | str]"))
         .def_ro("header_done", &Scanner::header_done)
         .def_ro("big_endian", &Scanner::big_endian)
         .def_ro("offset", &Scanner::offset)

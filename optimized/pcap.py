@@ -9,6 +9,7 @@ are listed in naive/pcap.py's docstring.
 
 from __future__ import annotations
 
+import importlib
 import struct
 from collections.abc import Iterator
 from os import PathLike
@@ -112,7 +113,8 @@ class PcapReader:
         return self.scanner.stats
 
     def _blocks(self) -> Iterator[tuple[Any, Any]]:
-        from optimized import itch  # late: the ITCH decoder is a separate component
+        # Late: the ITCH decoder is a separate component, loaded when first needed.
+        itch = importlib.import_module("optimized.itch")
 
         with open(self.path, "rb") as f:
             pending = b""
