@@ -31,7 +31,17 @@ import naive.itch_numpy as itch_numpy
 import optimized.itch as optimized_itch
 from twinmatch.itch_samples import sample_day
 
-N = int(os.environ.get("TWINMATCH_BENCH_ITCH_N", "1000000"))
+from tests.bench.conftest import SMALL
+
+N = int(os.environ.get("TWINMATCH_BENCH_ITCH_N", "20000" if SMALL else "1000000"))
+INCLUDES = {
+    "naive": "decode from memory: struct per message, NamedTuples, numpy arrays at the end",
+    "numpy": "decode from memory: Python framing walk + big-endian numpy views per type",
+    "optimized": "decode from memory: C++ loop (GIL released) + the Python face",
+    "itchfeed": "parse from memory: one Python object per message (pure Python)",
+    "itchcpp": "parse from memory: one Python object per message (C++ backend)",
+    "sum_bytes": "one C++ pass summing the buffer: the memory-bandwidth ceiling",
+}
 SLOW = {"naive", "numpy", "itchfeed", "itchcpp"}  # a few rounds are enough for these
 
 
@@ -72,7 +82,8 @@ def check_itchfeed(messages: list[Any], expected: tuple[np.ndarray, dict[str, in
 def test_bench_itch_decode(
     benchmark: Any, impl: str, day: bytes, expected: tuple[np.ndarray, dict[str, int]]
 ) -> None:
-    benchmark.extra_info.update(bytes=len(day), messages=N, impl=impl)
+    benchmark.extra_info.update(bytes=len(day), messages=N, impl=impl, ops=N, workload="day",
+                                includes=INCLUDES[impl])
     run: Callable[[], object]
     if impl in ("naive", "numpy", "optimized"):
         mod = {"naive": naive_itch, "numpy": itch_numpy, "optimized": optimized_itch}[impl]
