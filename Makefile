@@ -47,8 +47,12 @@ stubs: $(STAMP)
 stubs-check: $(STAMP)
 	$(PY) scripts/stubs.py --check
 
+# The behavioural suites (benchmarks skipped), then every benchmark once at a small
+# size as a check that it still runs and still agrees with the naive twin.
 pytest: $(STAMP)
 	$(VENV)/bin/pytest -q -p no:cacheprovider
+	TWINMATCH_BENCH_SCALE=small $(VENV)/bin/pytest -q -p no:cacheprovider tests/bench \
+	  --benchmark-only --benchmark-disable-gc --benchmark-columns=median
 
 exercises-check: $(STAMP)
 	$(PY) scripts/exercises.py verify

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
@@ -73,6 +73,14 @@ class _Order:
     side: Side
     price: int
     qty: int
+
+
+@dataclass(slots=True)
+class _Level:
+    """All orders at one price: a FIFO queue (insertion-ordered dict) and its total."""
+
+    orders: dict[int, _Order] = field(default_factory=dict)
+    qty: int = 0
 # --8<-- [end:types]
 
 
@@ -94,8 +102,8 @@ class Book:
     # --8<-- [start:state]
     def __init__(self) -> None:
         self._orders: dict[int, _Order] = {}
-        # price -> {order_id: order}; dicts keep insertion order, so FIFO is free.
-        self._levels: tuple[dict[int, dict[int, _Order]], dict[int, dict[int, _Order]]] = ({}, {})
+        # price -> level, per side; a level's dict keeps insertion order, so FIFO is free.
+        self._levels: tuple[dict[int, _Level], dict[int, _Level]] = ({}, {})
         # Sorted ascending; the best bid is the last, the best ask the first.
         self._prices: tuple[list[int], list[int]] = ([], [])
     # --8<-- [end:state]
@@ -115,16 +123,13 @@ class Book:
         price = self._best_price(side)
         if price is None:
             return None
-        return price, self._level_qty(side, price)
+        return price, self._levels[side][price].qty
 
     def _best_price(self, side: Side) -> int | None:
         prices = self._prices[side]
         if not prices:
             return None
         return prices[-1] if side == Side.BUY else prices[0]
-
-    def _level_qty(self, side: Side, price: int) -> int:
-        return sum(order.qty for order in self._levels[side][price].values())
 
     def depth(self, side: Side, levels: int) -> list[tuple[int, int, int]]:
         """(price, total qty, order count) for up to ``levels`` prices, best first."""
@@ -136,7 +141,7 @@ class Book:
             if len(out) >= levels:
                 break
             level = self._levels[side][price]
-            out.append((price, self._level_qty(side, price), len(level)))
+            out.append((price, level.qty, len(level.orders)))
         return out
 
     def order(self, order_id: int) -> tuple[Side, int, int] | None:
@@ -190,18 +195,14 @@ class Book:
     def reduce(self, order_id: int, qty: int) -> int:
         """Partial cancel: the order keeps its place in the queue. Returns qty left."""
         order = self._check_take(order_id, qty)
-        order.qty -= qty
-        if order.qty == 0:
-            self._remove(order)
+        self._take(order, qty)
         return order.qty
     # --8<-- [end:reduce]
 
     def execute(self, order_id: int, qty: int) -> Fill:
         """A resting order trades by id (ITCH E/C); its remainder keeps its place."""
         order = self._check_take(order_id, qty)
-        order.qty -= qty
-        if order.qty == 0:
-            self._remove(order)
+        self._take(order, qty)
         return Fill(order_id, 0, order.price, qty, Side(1 - order.side))
 
     def _check_take(self, order_id: int, qty: int) -> _Order:
@@ -254,13 +255,11 @@ class Book:
             if best is None or not self._crosses(side, limit, best):
                 break
             level = self._levels[opposite][best]
-            resting = next(iter(level.values()))  # the oldest order at this price
+            resting = next(iter(level.orders.values()))  # the oldest order at this price
             traded = min(qty, resting.qty)
             fills.append(Fill(resting.order_id, aggressor_id, best, traded, side))
             qty -= traded
-            resting.qty -= traded
-            if resting.qty == 0:
-                self._remove(resting)
+            self._take(resting, traded)
         return fills, qty
 
     @staticmethod
@@ -275,17 +274,26 @@ class Book:
         levels = self._levels[order.side]
         level = levels.get(order.price)
         if level is None:
-            level = levels[order.price] = {}
+            level = levels[order.price] = _Level()
             bisect.insort(self._prices[order.side], order.price)
-        level[order.order_id] = order  # joins the back of the queue
+        level.orders[order.order_id] = order  # joins the back of the queue
+        level.qty += order.qty
         self._orders[order.order_id] = order
+
+    def _take(self, order: _Order, qty: int) -> None:
+        """Trade or reduce ``qty`` off a resting order; at zero it leaves the book."""
+        order.qty -= qty
+        self._levels[order.side][order.price].qty -= qty
+        if order.qty == 0:
+            self._remove(order)
 
     def _remove(self, order: _Order) -> None:
         del self._orders[order.order_id]
         levels = self._levels[order.side]
         level = levels[order.price]
-        del level[order.order_id]
-        if not level:
+        del level.orders[order.order_id]
+        level.qty -= order.qty
+        if not level.orders:
             del levels[order.price]
             prices = self._prices[order.side]
             del prices[bisect.bisect_left(prices, order.price)]

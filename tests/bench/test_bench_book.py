@@ -1,0 +1,274 @@
+"""Benchmarks of chapter 1, group "book": the order book twins and the std::map baseline.
+
+Impls (the ``impl`` parameter), and what each timing includes:
+
+* ``naive-call`` / ``optimized-call`` / ``baseline-call``: a Python loop calling the
+  single-op methods; includes the Python loop and one Python->C++ call per operation.
+* ``naive-batch`` / ``optimized-batch`` / ``baseline-batch``: one ``apply(ops)`` call over
+  the numpy array; includes building the fills/rejects arrays.
+* ``optimized-cpp`` / ``baseline-cpp``: the same loop as apply, timed inside C++ around the
+  loop only (``apply_ns``): no Python at all. pytest-benchmark's time is the whole call;
+  ``extra_info["cpp_ns_per_op"]`` holds the in-C++ figure.
+
+Every benchmark first runs its workload once and checks fills and rejects (and the final
+book) against the naive twin, then times it on fresh books.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from functools import cache
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tests.bench.conftest import SMALL, cached_flow
+from tests.conftest import load_book_impl
+from twinmatch.dtypes import OP_CANCEL, OP_LIMIT, OPS_DTYPE
+
+REALISTIC_N = 20_000 if SMALL else 1_000_000
+DEPTHS = (100, 1_000, 10_000, 100_000)
+DEPTH_PAIRS = 2_000 if SMALL else 50_000  # add+cancel pairs per timed round
+PINGPONG_PAIRS = 1_000 if SMALL else 20_000
+
+ALL_IMPLS = (
+    "naive-call",
+    "naive-batch",
+    "optimized-call",
+    "optimized-batch",
+    "optimized-cpp",
+    "baseline-call",
+    "baseline-batch",
+    "baseline-cpp",
+)
+
+
+INCLUDES = {
+    "call": "matching + a Python loop with one Python->C++ call per operation",
+    "batch": "matching + one apply() call: numpy in, fills/rejects arrays out",
+    "cpp": "matching only: the apply loop timed inside C++, no Python",
+}
+
+
+def new_book(impl: str) -> Any:
+    twin = impl.split("-")[0]
+    return load_book_impl(twin).new()
+
+
+# --8<-- [start:per_call_loop]
+def run_per_call(book: Any, ops: np.ndarray) -> tuple[list[tuple[int, ...]], int]:
+    """Replay ops through the single-op API: what a Python caller pays per operation."""
+    fills: list[tuple[int, ...]] = []
+    rejects = 0
+    for index, (order_id, new_id, price, qty, op, side) in enumerate(ops.tolist()):
+        try:
+            if op == 0:
+                got = book.add_limit(order_id, side, price, qty)
+            elif op == 1:
+                got = book.add_market(order_id, side, qty)[0]
+            elif op == 2:
+                book.cancel(order_id)
+                continue
+            elif op == 3:
+                book.reduce(order_id, qty)
+                continue
+            elif op == 4:
+                got = [book.execute(order_id, qty)]
+            else:
+                got = book.replace(order_id, new_id, price, qty)
+        except ValueError:
+            rejects += 1
+            continue
+        for f in got:
+            fills.append((f[0], f[1], f[2], f[3], index, int(f[4])))
+    return fills, rejects
+# --8<-- [end:per_call_loop]
+
+
+def run(impl: str, book: Any, ops: np.ndarray) -> tuple[list[tuple[int, ...]], int]:
+    """Run ops through one impl; returns (fills as tuples, number of rejects)."""
+    mode = impl.split("-")[1]
+    if mode == "call":
+        return run_per_call(book, ops)
+    if mode == "cpp":
+        n_fills, n_rejects, _ = book.apply_ns(ops)
+        return [("count", n_fills)], n_rejects
+    fills, rejects = book.apply(ops)
+    return [tuple(int(x) for x in f) for f in fills.tolist()], len(rejects)
+
+
+@cache
+def expected(workload: str) -> tuple[list[tuple[int, ...]], int, tuple[Any, ...]]:
+    """The naive twin's result on a workload: fills, reject count, final book."""
+    book = prepare_for("naive-batch", workload)()
+    fills, rejects = run("naive-batch", book, WORKLOADS[workload][1]())
+    return fills, rejects, summary(book)
+
+
+def summary(book: Any) -> tuple[Any, ...]:
+    return len(book), book.best_bid(), book.best_ask(), book.depth(0, 20), book.depth(1, 20)
+
+
+def check(impl: str, workload: str) -> None:
+    """Before timing: the impl must produce the naive twin's result."""
+    want_fills, want_rejects, want_book = expected(workload)
+    book = prepare_for(impl, workload)()
+    fills, rejects = run(impl, book, WORKLOADS[workload][1]())
+    if impl.endswith("cpp"):
+        assert fills == [("count", len(want_fills))]
+    else:
+        assert fills == want_fills
+    assert rejects == want_rejects
+    assert summary(book) == want_book
+
+
+def timed(benchmark: Any, impl: str, workload: str, rounds: int, n_ops: int) -> None:
+    check(impl, workload)
+    prepare = prepare_for(impl, workload)
+    ops = WORKLOADS[workload][1]()
+    cpp_ns: list[float] = []
+
+    def target(book: Any) -> None:
+        if impl.endswith("cpp"):
+            cpp_ns.append(book.apply_ns(ops)[2])
+        else:
+            run(impl, book, ops)
+
+    benchmark.extra_info.update(ops=n_ops, workload=workload, impl=impl,
+                                includes=INCLUDES[impl.split("-")[1]])
+    benchmark.pedantic(target, setup=lambda: ((prepare(),), {}), rounds=rounds, iterations=1)
+    if cpp_ns:
+        benchmark.extra_info["cpp_ns_per_op"] = float(np.median(cpp_ns))
+
+
+# ------------------------------------------------------------------ workloads
+
+
+@cache
+def realistic_ops() -> np.ndarray:
+    return cached_flow(REALISTIC_N, seed=2026)
+
+
+@cache
+def depth_prefill(depth: int) -> np.ndarray:
+    """One bid and one ask at each of ``depth`` prices per side, one unit apart."""
+    mid = 10_000_000
+    ops = np.zeros(2 * depth, dtype=OPS_DTYPE)
+    i = np.arange(depth)
+    ops["op"] = OP_LIMIT
+    ops["qty"] = 100
+    ops["order_id"][:depth] = 1 + i
+    ops["price"][:depth] = mid - 1 - i
+    ops["side"][:depth] = 0
+    ops["order_id"][depth:] = 1 + depth + i
+    ops["price"][depth:] = mid + 1 + i
+    ops["side"][depth:] = 1
+    return ops
+
+
+@cache
+def depth_ops(depth: int) -> np.ndarray:
+    """Add then cancel an order near the touch (top 10 levels) in a book ``depth`` deep."""
+    rng = random.Random(depth)
+    ops = np.zeros(2 * DEPTH_PAIRS, dtype=OPS_DTYPE)
+    mid = 10_000_000
+    for k in range(DEPTH_PAIRS):
+        order_id = 10**9 + k
+        side = k & 1
+        away = rng.randrange(min(10, depth))
+        price = mid - 1 - away if side == 0 else mid + 1 + away
+        ops[2 * k] = (order_id, 0, price, 100, OP_LIMIT, side)
+        ops[2 * k + 1] = (order_id, 0, 0, 0, OP_CANCEL, 0)
+    return ops
+
+
+@cache
+def pingpong_ops() -> np.ndarray:
+    """A sell rests, a buy takes it whole: the smallest complete trade, repeated."""
+    ops = np.zeros(2 * PINGPONG_PAIRS, dtype=OPS_DTYPE)
+    for k in range(PINGPONG_PAIRS):
+        ops[2 * k] = (2 * k + 1, 0, 1_000_000, 100, OP_LIMIT, 1)
+        ops[2 * k + 1] = (2 * k + 2, 0, 1_000_000, 100, OP_LIMIT, 0)
+    return ops
+
+
+@cache
+def sweep_prefill() -> np.ndarray:
+    ops = np.zeros(100, dtype=OPS_DTYPE)
+    ops["op"] = OP_LIMIT
+    ops["order_id"] = np.arange(1, 101)
+    ops["price"] = 1_000_000
+    ops["qty"] = 100
+    ops["side"] = 1
+    return ops
+
+
+@cache
+def sweep_ops() -> np.ndarray:
+    """One buy that takes all 100 resting sells at one price."""
+    return np.array([(1000, 0, 1_000_000, 100 * 100, OP_LIMIT, 0)], dtype=OPS_DTYPE)
+
+
+def no_prefill() -> np.ndarray:
+    return np.zeros(0, dtype=OPS_DTYPE)
+
+
+def _depth_workload(d: int) -> tuple[Callable[[], np.ndarray], Callable[[], np.ndarray]]:
+    return (lambda: depth_prefill(d)), (lambda: depth_ops(d))
+
+
+# workload -> (operations that build the book before timing, operations timed)
+WORKLOADS: dict[str, tuple[Callable[[], np.ndarray], Callable[[], np.ndarray]]] = {
+    "realistic": (no_prefill, realistic_ops),
+    "pingpong": (no_prefill, pingpong_ops),
+    "sweep100": (sweep_prefill, sweep_ops),
+    **{f"depth{d}": _depth_workload(d) for d in DEPTHS},
+}
+
+
+def prepare_for(impl: str, workload: str) -> Callable[[], Any]:
+    """A function making a fresh book of ``impl`` with the workload's prefill applied."""
+    prefill = WORKLOADS[workload][0]()
+
+    def prepare() -> Any:
+        book = new_book(impl)
+        if len(prefill):
+            book.apply(prefill)
+        return book
+
+    return prepare
+
+
+# ----------------------------------------------------------------- benchmarks
+
+
+@pytest.mark.benchmark(group="book")
+@pytest.mark.parametrize("impl", ALL_IMPLS)
+def test_realistic(benchmark: Any, impl: str) -> None:
+    rounds = 1 if impl.startswith("naive") else 5
+    timed(benchmark, impl, "realistic", rounds, REALISTIC_N)
+
+
+# Depth workloads are cheap to prepare per round except at 100k levels in Python.
+@pytest.mark.benchmark(group="book-depth")
+@pytest.mark.parametrize("impl", ["naive-call", "optimized-call", "baseline-call",
+                                  "optimized-cpp", "baseline-cpp"])
+@pytest.mark.parametrize("depth", DEPTHS)
+def test_add_cancel_depth(benchmark: Any, impl: str, depth: int) -> None:
+    benchmark.extra_info["depth"] = depth
+    rounds = 3 if impl.startswith("naive") else 7
+    timed(benchmark, impl, f"depth{depth}", rounds, 2 * DEPTH_PAIRS)
+
+
+@pytest.mark.benchmark(group="book-small")
+@pytest.mark.parametrize("impl", ALL_IMPLS)
+def test_pingpong(benchmark: Any, impl: str) -> None:
+    timed(benchmark, impl, "pingpong", 7, 2 * PINGPONG_PAIRS)
+
+
+@pytest.mark.benchmark(group="book-small")
+@pytest.mark.parametrize("impl", ALL_IMPLS)
+def test_sweep100(benchmark: Any, impl: str) -> None:
+    timed(benchmark, impl, "sweep100", 200, 1)

@@ -1,0 +1,194 @@
+"""The book's sources: every snippet resolves, twin tabs are labelled exactly, figures.py works.
+
+pymdownx.snippets with check_paths fails the build on a missing file or section (checked
+in pymdownx 10+), but not on a section whose end marker is missing (it then includes to
+the end of the file) or an empty section; older versions render a missing section as
+nothing. So this test checks every reference itself.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = ROOT / "chapters"
+FIXTURE = ROOT / "tests" / "data" / "bench-fixture.json"
+NAIVE, OPTIMIZED = "Naive (Python)", "Optimized (C++)"
+
+SNIPPET = re.compile(r"""^[ \t]*(?P<escape>;*)-+8<-+[ \t]+(?P<q>["'])(?P<ref>.+?)(?P=q)\s*$""")
+SECTION = re.compile(r"^(?P<path>.+?):(?P<section>[a-z][-_0-9a-z]*)$", re.IGNORECASE)
+MARKER = re.compile(r"(?<!;)-+8<-+[ \t]+\[[ \t]*(?P<type>start|end)[ \t]*:[ \t]*"
+                    r"(?P<name>[a-z][-_0-9a-z]*)[ \t]*\]", re.IGNORECASE)
+TAB = re.compile(r'^[ \t]*===\+?[ \t]+"(?P<label>[^"]*)"')
+
+
+def pages() -> list[Path]:
+    return sorted(p for p in CHAPTERS.rglob("*.md") if "generated" not in p.parts)
+
+
+def references() -> list[tuple[str, int, str]]:
+    refs = []
+    for page in pages():
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            m = SNIPPET.match(line)
+            if m and not m.group("escape"):
+                refs.append((f"{page.relative_to(ROOT)}:{number}", number, m.group("ref")))
+    return refs
+
+
+def section_lines(text: str, name: str) -> list[str] | None:
+    """The lines of section ``name`` or None if its start or end marker is missing."""
+    inside, body, seen_end = False, [], False
+    for line in text.splitlines():
+        m = MARKER.search(line)
+        if m and m.group("name").lower() == name.lower():
+            if m.group("type").lower() == "start":
+                inside = True
+                continue
+            if inside:
+                seen_end = True
+                break
+        elif inside and not m:
+            body.append(line)
+    return body if inside and seen_end else None
+
+
+REFS = references()
+
+
+@pytest.mark.parametrize("where, line, ref", REFS, ids=[r[0] for r in REFS])
+def test_snippet_reference_resolves(where: str, line: int, ref: str) -> None:
+    m = SECTION.match(ref)
+    path, section = (m.group("path"), m.group("section")) if m else (ref, None)
+    file = ROOT / path
+    hint = " (run scripts/figures.py)" if "generated" in Path(path).parts else ""
+    assert file.is_file(), f"{where}: {path} does not exist{hint}"
+    if section is not None:
+        body = section_lines(file.read_text(encoding="utf-8"), section)
+        assert body is not None, (f"{where}: {path} has no section {section!r} with both "
+                                  f"'[start:{section}]' and '[end:{section}]' markers{hint}")
+        assert any(s.strip() for s in body), f"{where}: section {section!r} of {path} is empty"
+
+
+def test_twin_tabs_are_labelled_exactly() -> None:
+    wrong = []
+    for page in pages():
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            m = TAB.match(line)
+            if not m:
+                continue
+            label = m.group("label")
+            first = label.split()[0].lower() if label.split() else ""
+            if first in ("naive", "optimized") and label not in (NAIVE, OPTIMIZED):
+                wrong.append(f"{page.relative_to(ROOT)}:{number}: {label!r}")
+    assert not wrong, f"twin tabs must be labelled {NAIVE!r} / {OPTIMIZED!r}: {wrong}"
+
+
+# ---------------------------------------------------------------------------- figures.py
+
+
+def _figures() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("tm_figures", ROOT / "scripts" / "figures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def figures() -> ModuleType:
+    return _figures()
+
+
+def _chapter(tmp: Path, body: str) -> Path:
+    chapters = tmp / "chapters"
+    chapters.mkdir()
+    (chapters / "01-x.md").write_text(body, encoding="utf-8")
+    return chapters
+
+
+PAGE = """
+--8<-- "chapters/generated/book-table.md"
+--8<-- "chapters/generated/absent-table.md"
+--8<-- "chapters/generated/numbers.md:book-add-limit-uniform-optimized-speedup"
+--8<-- "chapters/generated/numbers.md:absent-thing-speedup"
+![plot](generated/book-ops.svg)
+![plot](generated/absent-ops.svg)
+"""
+
+
+def test_figures_from_fixture(figures: ModuleType, tmp_path: Path) -> None:
+    chapters = _chapter(tmp_path, PAGE)
+    out = tmp_path / "generated"
+    missing = figures.generate(FIXTURE, out, chapters)
+    names = sorted(p.name for p in out.iterdir())
+    assert names == ["absent-ops.svg", "absent-table.md", "book-ops.svg", "book-table.md",
+                     "numbers.md", "sweep-depth.svg", "sweep-ops.svg", "sweep-table.md"]
+    assert missing == ["table of group 'absent'", "number 'absent-thing-speedup'",
+                       "figure 'absent-ops.svg'"]
+    table = (out / "book-table.md").read_text(encoding="utf-8")
+    assert 'class="tm-bench" data-group="book"' in table
+    assert "<th>Naive (Python)</th><th>std::map (C++)</th><th>Optimized (C++)</th>" in table
+    assert "<strong>40×</strong>" in table and "<strong>8.0×</strong>" in table
+    assert "50.0 ns/op · 20.0 M ops/s" in table
+    assert "FIXTURE CPU" in table and "commit 0000000000" in table
+    assert "No measurements yet for group <code>absent</code>" in (
+        out / "absent-table.md").read_text(encoding="utf-8")
+    numbers = (out / "numbers.md").read_text(encoding="utf-8")
+    lines = {name: figures_section(numbers, name) for name in (
+        "book-add-limit-uniform-optimized-speedup", "book-cancel-realistic-naive-median",
+        "sweep-depth-10-optimized-per-op", "absent-thing-speedup", "machine")}
+    assert lines["book-add-limit-uniform-optimized-speedup"] == "40×"
+    assert lines["book-cancel-realistic-naive-median"] == "15.0 ms"
+    assert lines["sweep-depth-10-optimized-per-op"] == "24.0 ns"
+    assert lines["absent-thing-speedup"] == "(not measured yet)"
+    assert lines["machine"].startswith("FIXTURE CPU")
+    svg = (out / "book-ops.svg").read_text(encoding="utf-8")
+    assert svg.lstrip().startswith("<?xml") and "<script" not in svg and "http" not in \
+        svg.replace("http://www.w3.org", "").replace("http://purl.org", "").replace(
+            "http://creativecommons.org", "").replace("https://matplotlib.org", "")
+
+
+def figures_section(text: str, name: str) -> str:
+    body = section_lines(text, name)
+    assert body is not None, f"numbers.md has no section {name}"
+    return "\n".join(body).strip()
+
+
+def test_figures_output_is_deterministic(figures: ModuleType, tmp_path: Path) -> None:
+    chapters = _chapter(tmp_path, PAGE)
+    first, second = tmp_path / "a", tmp_path / "b"
+    figures.generate(FIXTURE, first, chapters)
+    figures.generate(FIXTURE, second, chapters)
+    for path in sorted(first.iterdir()):
+        assert path.read_bytes() == (second / path.name).read_bytes(), path.name
+
+
+def test_figures_without_any_run(figures: ModuleType, tmp_path: Path) -> None:
+    chapters = _chapter(tmp_path, PAGE)
+    out = tmp_path / "generated"
+    missing = figures.generate(tmp_path / "no-such.json", out, chapters)
+    assert len(missing) == 6
+    with pytest.raises(SystemExit):
+        figures.generate(tmp_path / "no-such.json", out, chapters, strict=True)
+
+
+def test_figures_reads_pytest_benchmark_machine_info(figures: ModuleType) -> None:
+    data = json.loads(FIXTURE.read_text(encoding="utf-8"))
+    del data["machine_info"]["twinmatch"]
+    label = figures.run_label(data)
+    assert "FIXTURE CPU" in label and "CPython 3.11.0" in label and "2000-01-01" in label
+
+
+def test_fixture_is_never_the_reference() -> None:
+    reference = CHAPTERS / "generated" / "bench-reference.json"
+    if reference.exists():
+        assert "FIXTURE" not in reference.read_text(encoding="utf-8")
