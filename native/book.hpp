@@ -127,7 +127,7 @@ private:
 // --8<-- [start:hash]
 // Order id -> node index. Open addressing with linear probing in a power-of-two
 // table kept at most half full. A slot is 8 bytes: the node index and a 32-bit
-// fingerprint of the id (the top half of a strong 64-bit hash). The id itself is
+// fingerprint of the id (see fingerprint()). The id itself is
 // not stored: a fingerprint match is confirmed against the node's id, which the
 // caller is about to read anyway. Small slots mean the table of a busy book stays
 // in cache. The home slot is fingerprint & mask, so growing or shifting entries
@@ -145,15 +145,22 @@ public:
     IdHash(const IdHash&) = delete;
     IdHash& operator=(const IdHash&) = delete;
 
-    // MurmurHash3's finaliser: sequential ids, and ids differing only in high bits,
-    // all spread over the table; the top 32 bits are the fingerprint.
-    static std::uint32_t fingerprint(std::uint64_t k) {
+    // MurmurHash3's finaliser: a strong 64-bit mixer.
+    static std::uint64_t mix(std::uint64_t k) {
         k ^= k >> 33;
         k *= 0xff51afd7ed558ccdULL;
         k ^= k >> 33;
         k *= 0xc4ceb9fe1a85ec53ULL;
         k ^= k >> 33;
-        return static_cast<std::uint32_t>(k >> 32);
+        return k;
+    }
+    // The fingerprint, whose low bits are the home slot. Ids come mostly in sequence
+    // (exchanges number orders 1, 2, 3, ...), so ids in one block of 4096 get
+    // consecutive slots (eight to a cache line, as Python's dict does with its
+    // identity hash for ints), while the blocks themselves, and ids differing only in
+    // their high bits, are scattered by the mixer.
+    static std::uint32_t fingerprint(std::uint64_t k) {
+        return static_cast<std::uint32_t>((mix(k >> 3) >> 32) + (k & 7));
     }
     std::uint64_t home(std::uint64_t key) const { return fingerprint(key) & mask_; }
 
