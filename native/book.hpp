@@ -1,0 +1,708 @@
+// The optimized order book: one symbol, price-time priority.
+//
+// Where the naive twin uses a dict of price -> list of orders, this book uses
+//   * a window of price levels stored in one flat array (index = price - base),
+//   * two hierarchical bitsets (bids, asks) saying which levels are non-empty, so
+//     the best price is a handful of count-leading/trailing-zero instructions,
+//   * 32-byte order nodes in a pre-allocated pool, linked into one FIFO per level,
+//   * an open-addressing hash table from the (arbitrary uint64) order id to its node.
+// Prices outside the window live in a std::map per side (the slow path). The window
+// re-centres on the next order when it holds no orders, pulling in far levels.
+//
+// Nothing on the hot path allocates once the pool and hash have reached their
+// steady-state size; both grow by doubling *before* an operation mutates anything,
+// so running out of memory raises an error and never loses half an operation.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <new>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "dtypes.hpp"
+
+namespace twinmatch {
+
+inline constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
+inline constexpr std::int64_t kMaxPrice = 0xFFFF'FFFFll;  // prices are uint32 1..2^32-1
+inline constexpr std::int64_t kMaxQty = 0xFFFF'FFFFll;
+
+inline Side opposite(Side s) { return s == Side::Buy ? Side::Sell : Side::Buy; }
+
+// One trade, as both the per-call API (Python Fill) and the batch API see it.
+struct Fill {
+    std::uint64_t resting_id;
+    std::uint64_t aggressor_id;
+    std::uint32_t price;
+    std::uint32_t qty;
+    Side aggressor_side;
+};
+
+// --8<-- [start:node]
+// One resting order. 32 bytes, so two fit in a 64-byte cache line; links are
+// 32-bit pool indices instead of 64-bit pointers, which is what makes it fit.
+struct Node {
+    std::uint64_t id;     // the order id (any uint64)
+    std::uint32_t qty;    // quantity still resting
+    std::uint32_t price;  // its level's price
+    std::uint32_t next;   // next (younger) order at this price, or kNil
+    std::uint32_t prev;   // previous (older) order at this price, or kNil
+    Side side;
+    std::uint8_t pad_[7];
+};
+static_assert(sizeof(Node) == 32, "an order node must stay 32 bytes");
+
+// One price level: a FIFO of nodes (oldest at head) and its totals.
+struct Level {
+    std::uint64_t total;  // sum of qty; can exceed 2^32 with many orders
+    std::uint32_t head;   // oldest order (matched first)
+    std::uint32_t tail;   // youngest order (new arrivals join here)
+    std::uint32_t count;  // number of orders; 0 means the level is empty
+    std::uint32_t pad_;
+};
+static_assert(sizeof(Level) == 24);
+// --8<-- [end:node]
+
+// --8<-- [start:pool]
+// A growable array of nodes addressed by uint32 index, with a free list threaded
+// through the `next` field of free nodes. realloc is fine: Node is trivially
+// copyable, and everyone holds indices, never pointers, across a growth.
+class NodePool {
+public:
+    explicit NodePool(std::uint32_t capacity) { reserve(std::max<std::uint32_t>(capacity, 16)); }
+    ~NodePool() { std::free(nodes_); }
+    NodePool(const NodePool&) = delete;
+    NodePool& operator=(const NodePool&) = delete;
+
+    Node& operator[](std::uint32_t i) { return nodes_[i]; }
+    const Node& operator[](std::uint32_t i) const { return nodes_[i]; }
+
+    // Called before an operation changes anything: afterwards alloc() cannot fail.
+    void ensure_one() {
+        if (free_head_ == kNil && used_ == cap_) grow();
+    }
+    std::uint32_t alloc() {  // precondition: ensure_one() since the last alloc
+        if (free_head_ != kNil) {
+            std::uint32_t i = free_head_;
+            free_head_ = nodes_[i].next;
+            return i;
+        }
+        return used_++;
+    }
+    void release(std::uint32_t i) {
+        nodes_[i].next = free_head_;
+        free_head_ = i;
+    }
+    void clear() { used_ = 0; free_head_ = kNil; }
+    std::uint32_t capacity() const { return cap_; }
+    std::uint32_t high_water() const { return used_; }
+
+private:
+    void grow() {
+        // kNil is reserved as "no node", so at most kNil nodes (indices 0..kNil-1).
+        if (cap_ >= kNil) throw std::length_error("order pool exhausted (2^32-1 orders)");
+        std::uint64_t want = std::min<std::uint64_t>(std::uint64_t(cap_) * 2, kNil);
+        reserve(static_cast<std::uint32_t>(want));
+    }
+    void reserve(std::uint32_t n) {
+        void* p = std::realloc(nodes_, std::size_t(n) * sizeof(Node));
+        if (p == nullptr) throw std::bad_alloc();
+        nodes_ = static_cast<Node*>(p);
+        cap_ = n;
+    }
+    Node* nodes_ = nullptr;
+    std::uint32_t cap_ = 0;
+    std::uint32_t used_ = 0;  // nodes ever handed out (the rest are untouched)
+    std::uint32_t free_head_ = kNil;
+};
+// --8<-- [end:pool]
+
+// --8<-- [start:hash]
+// Order id -> node index. Open addressing with linear probing in a power-of-two
+// table kept at most half full. A slot is 8 bytes: the node index and a 32-bit
+// fingerprint of the id (the top half of a strong 64-bit hash). The id itself is
+// not stored: a fingerprint match is confirmed against the node's id, which the
+// caller is about to read anyway. Small slots mean the table of a busy book stays
+// in cache. The home slot is fingerprint & mask, so growing or shifting entries
+// never needs the id. Any uint64 is a valid id (0 and 2^64-1 too): emptiness is
+// marked by node == kNil, never by a special id. Deletion shifts later entries of
+// the probe run back ("backward shift"), so there are no tombstones.
+class IdHash {
+public:
+    explicit IdHash(std::uint32_t expected) {
+        std::uint64_t cap = 16;
+        while (cap < std::uint64_t(expected) * 2) cap <<= 1;
+        alloc_table(std::min(cap, kMaxSlots));
+    }
+    ~IdHash() { std::free(slots_); }
+    IdHash(const IdHash&) = delete;
+    IdHash& operator=(const IdHash&) = delete;
+
+    // MurmurHash3's finaliser: sequential ids, and ids differing only in high bits,
+    // all spread over the table; the top 32 bits are the fingerprint.
+    static std::uint32_t fingerprint(std::uint64_t k) {
+        k ^= k >> 33;
+        k *= 0xff51afd7ed558ccdULL;
+        k ^= k >> 33;
+        k *= 0xc4ceb9fe1a85ec53ULL;
+        k ^= k >> 33;
+        return static_cast<std::uint32_t>(k >> 32);
+    }
+    std::uint64_t home(std::uint64_t key) const { return fingerprint(key) & mask_; }
+
+    std::uint32_t find(std::uint64_t key, const NodePool& pool) const {
+        std::uint32_t fp = fingerprint(key);
+        for (std::uint64_t i = fp & mask_;; i = (i + 1) & mask_) {
+            Slot s = slots_[i];
+            if (s.node == kNil) return kNil;  // an empty slot ends the probe run
+            if (s.fp == fp && pool[s.node].id == key) return s.node;
+        }
+    }
+    // Called before an operation changes anything: afterwards insert() cannot fail.
+    void ensure_one() {
+        if ((size_ + 1) * 2 > mask_ + 1) {
+            if (mask_ + 1 >= kMaxSlots) throw std::length_error("order id table full (2^31 orders)");
+            rehash((mask_ + 1) * 2);
+        }
+    }
+    void insert(std::uint64_t key, std::uint32_t node) {  // key must be absent
+        std::uint32_t fp = fingerprint(key);
+        std::uint64_t i = fp & mask_;
+        while (slots_[i].node != kNil) i = (i + 1) & mask_;
+        slots_[i] = Slot{fp, node};
+        ++size_;
+    }
+    // Forget the entry of `key`, which maps to `node` (so no id comparison is needed).
+    void erase(std::uint64_t key, std::uint32_t node) {
+        std::uint64_t i = home(key);
+        while (slots_[i].node != node) i = (i + 1) & mask_;
+        // Backward shift: walk the rest of the run; an entry may move into the hole
+        // at i only if i lies between its home slot and where it sits now.
+        for (std::uint64_t j = (i + 1) & mask_; slots_[j].node != kNil; j = (j + 1) & mask_) {
+            std::uint64_t h = slots_[j].fp & mask_;
+            if (((j - h) & mask_) >= ((j - i) & mask_)) {
+                slots_[i] = slots_[j];
+                i = j;
+            }
+        }
+        slots_[i].node = kNil;
+        --size_;
+    }
+    void clear() {
+        for (std::uint64_t i = 0; i <= mask_; ++i) slots_[i].node = kNil;
+        size_ = 0;
+    }
+    std::uint64_t capacity() const { return mask_ + 1; }
+    std::uint64_t size() const { return size_; }
+    // Batch hints: start loading the key's home slot; or, once it is cached, the
+    // node of the first fingerprint match (unconfirmed: it is only a hint).
+    void prefetch(std::uint64_t key) const { __builtin_prefetch(&slots_[home(key)]); }
+    void prefetch_node(std::uint64_t key, const NodePool& pool) const {
+        std::uint32_t fp = fingerprint(key);
+        for (std::uint64_t i = fp & mask_;; i = (i + 1) & mask_) {
+            Slot s = slots_[i];
+            if (s.node == kNil) return;
+            if (s.fp == fp) return __builtin_prefetch(&pool[s.node]);
+        }
+    }
+
+private:
+    struct Slot {
+        std::uint32_t fp;    // fingerprint(id); its low bits are the home slot
+        std::uint32_t node;  // node index, or kNil when the slot is empty
+    };
+    static_assert(sizeof(Slot) == 8);
+    // The home slot comes from the 32-bit fingerprint, so at most 2^32 slots.
+    static constexpr std::uint64_t kMaxSlots = std::uint64_t(1) << 32;
+
+    void alloc_table(std::uint64_t cap) {
+        auto* p = static_cast<Slot*>(std::malloc(cap * sizeof(Slot)));
+        if (p == nullptr) throw std::bad_alloc();
+        for (std::uint64_t i = 0; i < cap; ++i) p[i].node = kNil;
+        slots_ = p;
+        mask_ = cap - 1;
+        size_ = 0;
+    }
+    void rehash(std::uint64_t cap) {
+        Slot* old = slots_;
+        std::uint64_t old_cap = mask_ + 1;
+        alloc_table(cap);  // throws before anything is lost
+        for (std::uint64_t i = 0; i < old_cap; ++i) {
+            if (old[i].node == kNil) continue;
+            std::uint64_t j = old[i].fp & mask_;
+            while (slots_[j].node != kNil) j = (j + 1) & mask_;
+            slots_[j] = old[i];
+            ++size_;
+        }
+        std::free(old);
+    }
+    Slot* slots_ = nullptr;
+    std::uint64_t mask_ = 0;
+    std::uint64_t size_ = 0;
+};
+// --8<-- [end:hash]
+
+// --8<-- [start:bitset]
+// Which levels of the window are non-empty, as a tree of 64-bit words: bit i of
+// layer 0 is level i; bit j of layer k+1 says "word j of layer k is non-zero".
+// The top layer is a single word, so the highest (or lowest) set bit is found by
+// descending the layers with one countl_zero (countr_zero) each: three steps for a
+// window of 2^18 levels, however many levels are set.
+class LevelBitset {
+public:
+    static constexpr std::uint64_t npos = ~std::uint64_t(0);
+
+    explicit LevelBitset(std::uint64_t nbits) {
+        std::uint64_t n = nbits;
+        do {
+            n = (n + 63) / 64;  // words in this layer
+            layers_.emplace_back(n, 0);
+        } while (n > 1);
+    }
+    bool empty() const { return layers_.back()[0] == 0; }
+    bool test(std::uint64_t i) const { return (layers_[0][i >> 6] >> (i & 63)) & 1; }
+
+    void set(std::uint64_t i) {
+        for (auto& layer : layers_) {
+            std::uint64_t& w = layer[i >> 6];
+            bool was_empty = (w == 0);
+            w |= std::uint64_t(1) << (i & 63);
+            if (!was_empty) return;  // the layers above already know
+            i >>= 6;
+        }
+    }
+    void reset(std::uint64_t i) {
+        for (auto& layer : layers_) {
+            std::uint64_t& w = layer[i >> 6];
+            w &= ~(std::uint64_t(1) << (i & 63));
+            if (w != 0) return;  // the word still has bits: the layers above stay
+            i >>= 6;
+        }
+    }
+    std::uint64_t highest() const {  // precondition: !empty()
+        std::uint64_t i = 0;
+        for (std::size_t k = layers_.size(); k-- > 0;)
+            i = i * 64 + (63 - std::countl_zero(layers_[k][i]));
+        return i;
+    }
+    std::uint64_t lowest() const {  // precondition: !empty()
+        std::uint64_t i = 0;
+        for (std::size_t k = layers_.size(); k-- > 0;)
+            i = i * 64 + std::countr_zero(layers_[k][i]);
+        return i;
+    }
+    // The highest set bit strictly below i, or npos.
+    std::uint64_t prev_below(std::uint64_t i) const {
+        for (std::size_t k = 0; k < layers_.size(); ++k) {
+            std::uint64_t b = i & 63;
+            std::uint64_t w = layers_[k][i >> 6] & ((std::uint64_t(1) << b) - 1);
+            if (w != 0) {
+                std::uint64_t j = (i >> 6) * 64 + (63 - std::countl_zero(w));
+                while (k-- > 0) j = j * 64 + (63 - std::countl_zero(layers_[k][j]));
+                return j;
+            }
+            i >>= 6;
+        }
+        return npos;
+    }
+    // The lowest set bit strictly above i, or npos.
+    std::uint64_t next_above(std::uint64_t i) const {
+        for (std::size_t k = 0; k < layers_.size(); ++k) {
+            std::uint64_t b = i & 63;
+            std::uint64_t w = b == 63 ? 0 : layers_[k][i >> 6] & (~std::uint64_t(0) << (b + 1));
+            if (w != 0) {
+                std::uint64_t j = (i >> 6) * 64 + std::countr_zero(w);
+                while (k-- > 0) j = j * 64 + std::countr_zero(layers_[k][j]);
+                return j;
+            }
+            i >>= 6;
+        }
+        return npos;
+    }
+    void clear() {
+        for (auto& layer : layers_) std::fill(layer.begin(), layer.end(), 0);
+    }
+
+private:
+    std::vector<std::vector<std::uint64_t>> layers_;
+};
+// --8<-- [end:bitset]
+
+// The result of depth(): (price, total qty, order count), best first.
+struct DepthRow {
+    std::uint32_t price;
+    std::uint64_t qty;
+    std::uint32_t count;
+};
+
+class Book {
+public:
+    static constexpr std::uint64_t kDefaultWindow = std::uint64_t(1) << 18;
+    static constexpr std::uint32_t kDefaultOrders = std::uint32_t(1) << 16;
+
+    explicit Book(std::uint64_t window_levels = kDefaultWindow,
+                  std::uint32_t initial_orders = kDefaultOrders)
+        : window_(check_window(window_levels)),
+          bits_{LevelBitset(window_), LevelBitset(window_)},
+          pool_(initial_orders),
+          ids_(initial_orders) {
+        // calloc: the OS hands out zero pages lazily, so untouched levels cost nothing.
+        levels_ = static_cast<Level*>(std::calloc(window_, sizeof(Level)));
+        if (levels_ == nullptr) throw std::bad_alloc();
+    }
+    ~Book() { std::free(levels_); }
+    Book(const Book&) = delete;
+    Book& operator=(const Book&) = delete;
+
+    // ---- operations: each returns Reason::Ok or the reject reason (book unchanged) ----
+
+    template <class Sink>
+    Reason add_limit(std::uint64_t id, Side side, std::int64_t price, std::int64_t qty, Sink&& sink) {
+        if (price < 1 || price > kMaxPrice) return Reason::BadPrice;
+        if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
+        if (ids_.find(id, pool_) != kNil) return Reason::DuplicateId;
+        reserve_one();
+        enter(id, side, static_cast<std::uint32_t>(price), static_cast<std::uint32_t>(qty), sink);
+        return Reason::Ok;
+    }
+
+    template <class Sink>
+    Reason add_market(std::uint64_t id, Side side, std::int64_t qty, std::uint64_t& unfilled,
+                      Sink&& sink) {
+        if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
+        if (ids_.find(id, pool_) != kNil) return Reason::DuplicateId;
+        std::uint64_t limit = side == Side::Buy ? ~std::uint64_t(0) : 0;
+        unfilled = match(id, side, limit, static_cast<std::uint32_t>(qty), sink);
+        return Reason::Ok;  // the remainder is cancelled, never rests
+    }
+
+    Reason cancel(std::uint64_t id, std::uint64_t& removed) {
+        std::uint32_t i = ids_.find(id, pool_);
+        if (i == kNil) return Reason::UnknownId;
+        removed = pool_[i].qty;
+        remove(i);
+        return Reason::Ok;
+    }
+
+    Reason reduce(std::uint64_t id, std::int64_t qty, std::uint64_t& left) {
+        if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
+        std::uint32_t i = ids_.find(id, pool_);
+        if (i == kNil) return Reason::UnknownId;
+        Node& n = pool_[i];
+        if (std::uint64_t(qty) > n.qty) return Reason::OverReduce;
+        left = n.qty - std::uint64_t(qty);
+        if (left == 0) {
+            remove(i);
+        } else {
+            n.qty = static_cast<std::uint32_t>(left);  // keeps its place in the queue
+            level_of(n.price, n.side)->total -= std::uint64_t(qty);
+        }
+        return Reason::Ok;
+    }
+
+    Reason execute(std::uint64_t id, std::int64_t qty, Fill& fill) {
+        if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
+        std::uint32_t i = ids_.find(id, pool_);
+        if (i == kNil) return Reason::UnknownId;
+        const Node& n = pool_[i];
+        if (std::uint64_t(qty) > n.qty) return Reason::OverReduce;
+        fill = Fill{id, 0, n.price, static_cast<std::uint32_t>(qty), opposite(n.side)};
+        std::uint64_t left;
+        reduce(id, qty, left);
+        return Reason::Ok;
+    }
+
+    // old_id leaves; new_id (same side) enters at price/qty with fresh time priority
+    // and may match. new_id may equal old_id.
+    template <class Sink>
+    Reason replace(std::uint64_t old_id, std::uint64_t new_id, std::int64_t price,
+                   std::int64_t qty, Sink&& sink) {
+        if (price < 1 || price > kMaxPrice) return Reason::BadPrice;
+        if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
+        std::uint32_t i = ids_.find(old_id, pool_);
+        if (i == kNil) return Reason::UnknownId;
+        if (new_id != old_id && ids_.find(new_id, pool_) != kNil) return Reason::DuplicateId;
+        Side side = pool_[i].side;
+        remove(i);  // frees a node and a hash slot, so enter() below cannot need growth
+        enter(new_id, side, static_cast<std::uint32_t>(price), static_cast<std::uint32_t>(qty),
+              sink);
+        return Reason::Ok;
+    }
+
+    // ---- queries ----
+
+    std::size_t size() const { return n_orders_; }
+    // Best price (0 if none) and its level.
+    std::uint32_t best(Side side, std::uint64_t& qty) {
+        std::uint32_t price;
+        Level* l = best_level(side, price);
+        qty = l ? l->total : 0;
+        return l ? price : 0;
+    }
+    bool order(std::uint64_t id, Side& side, std::uint32_t& price, std::uint32_t& qty) const {
+        std::uint32_t i = ids_.find(id, pool_);
+        if (i == kNil) return false;
+        const Node& n = pool_[i];
+        side = n.side;
+        price = n.price;
+        qty = n.qty;
+        return true;
+    }
+
+    // Levels of one side, best first: the window's levels (walked with the bitset)
+    // merged with the far levels of the std::map, which may lie on either side of it.
+    template <class Out>
+    void depth(Side side, std::int64_t max_levels, Out&& out) const {
+        if (max_levels <= 0) return;
+        const LevelBitset& bits = bits_[idx(side)];
+        const auto& far = far_[idx(side)];
+        std::uint64_t w = LevelBitset::npos;
+        if (!bits.empty()) w = side == Side::Buy ? bits.highest() : bits.lowest();
+        // Far levels in best-first order: descending for bids, ascending for asks.
+        auto fa = far.begin();
+        auto fd = far.rbegin();
+        auto far_done = [&] { return side == Side::Buy ? fd == far.rend() : fa == far.end(); };
+        std::int64_t emitted = 0;
+        while (emitted < max_levels) {
+            bool have_w = w != LevelBitset::npos;
+            bool have_f = !far_done();
+            if (!have_w && !have_f) break;
+            std::uint32_t fp = have_f ? (side == Side::Buy ? fd->first : fa->first) : 0;
+            std::uint32_t wp = have_w ? static_cast<std::uint32_t>(base_ + w) : 0;
+            bool take_w = have_w && (!have_f || (side == Side::Buy ? wp > fp : wp < fp));
+            if (take_w) {
+                const Level& l = levels_[w];
+                out(DepthRow{wp, l.total, l.count});
+                w = side == Side::Buy ? bits.prev_below(w) : bits.next_above(w);
+            } else {
+                const Level& l = side == Side::Buy ? fd->second : fa->second;
+                out(DepthRow{fp, l.total, l.count});
+                if (side == Side::Buy) ++fd; else ++fa;
+            }
+            ++emitted;
+        }
+    }
+
+    // Empty the book, keeping the pool, hash table and window allocated.
+    void clear() {
+        for (int s = 0; s < 2; ++s) {
+            LevelBitset& bits = bits_[s];
+            while (!bits.empty()) {
+                std::uint64_t i = bits.lowest();
+                levels_[i] = Level{};
+                bits.reset(i);
+            }
+            far_[s].clear();
+        }
+        pool_.clear();
+        ids_.clear();
+        n_orders_ = 0;
+    }
+
+    // --8<-- [start:prefetch]
+    // Batch-only hints: apply() knows the next operations, so it asks the memory
+    // system for their hash slot several ops ahead, then (once the slot is cached)
+    // for the order node. They change nothing; a wrong guess only wastes a load.
+    void prefetch_slot(std::uint64_t id) const { ids_.prefetch(id); }
+    void prefetch_node(std::uint64_t id) const { ids_.prefetch_node(id, pool_); }
+    // Last stage (node now cached): its queue neighbours, which a cancel relinks.
+    void prefetch_links(std::uint64_t id) const {
+        std::uint32_t i = ids_.find(id, pool_);
+        if (i == kNil) return;
+        const Node& n = pool_[i];
+        if (n.prev != kNil) __builtin_prefetch(&pool_[n.prev]);
+        if (n.next != kNil) __builtin_prefetch(&pool_[n.next]);
+    }
+    // --8<-- [end:prefetch]
+
+    // Internals, for tests and the book's layout table.
+    std::uint64_t window_levels() const { return window_; }
+    std::uint64_t window_base() const { return base_; }
+    std::uint64_t recentres() const { return recentres_; }
+    std::size_t far_levels() const { return far_[0].size() + far_[1].size(); }
+    std::uint32_t pool_capacity() const { return pool_.capacity(); }
+    std::uint32_t pool_high_water() const { return pool_.high_water(); }
+    std::uint64_t hash_capacity() const { return ids_.capacity(); }
+    std::uint64_t hash_home(std::uint64_t id) const { return ids_.home(id); }
+
+private:
+    static std::uint64_t check_window(std::uint64_t w) {
+        if (w < 64 || w > (std::uint64_t(1) << 26) || !std::has_single_bit(w))
+            throw std::invalid_argument("window_levels must be a power of two in 64..2^26");
+        return w;
+    }
+    static int idx(Side s) { return s == Side::Buy ? 0 : 1; }
+
+    void reserve_one() {  // all growth happens here, before anything changes
+        pool_.ensure_one();
+        ids_.ensure_one();
+    }
+
+    // --8<-- [start:window]
+    // The level for a price on one side: the window slot if the price is inside the
+    // window (an unsigned subtraction: prices below base wrap to huge offsets), else
+    // the far map (slow path), or nullptr if there is no such level.
+    Level* level_of(std::uint32_t price, Side side) {
+        std::uint64_t off = std::uint64_t(price) - base_;
+        if (off < window_) return &levels_[off];
+        auto& far = far_[idx(side)];
+        auto it = far.find(price);
+        return it == far.end() ? nullptr : &it->second;
+    }
+
+    // Called only when the window holds no orders: centre it on `price`, then move
+    // every far level that now falls inside it into the array.
+    void recentre(std::uint32_t price) {
+        std::uint64_t half = window_ / 2;
+        std::uint64_t base = price > half ? price - half : 1;
+        constexpr std::uint64_t top = std::uint64_t(1) << 32;  // one past the last price
+        if (base + window_ > top) base = window_ >= top ? 1 : top - window_;
+        base_ = base;
+        ++recentres_;
+        for (int s = 0; s < 2; ++s) {
+            auto& far = far_[s];
+            auto it = far.lower_bound(static_cast<std::uint32_t>(std::min(base, top - 1)));
+            while (it != far.end() && it->first - base_ < window_) {
+                std::uint64_t off = it->first - base_;
+                levels_[off] = it->second;
+                bits_[s].set(off);
+                it = far.erase(it);
+            }
+        }
+    }
+    // --8<-- [end:window]
+
+    // The best level of one side (highest bid, lowest ask) and its price, or nullptr.
+    Level* best_level(Side side, std::uint32_t& price) {
+        const LevelBitset& bits = bits_[idx(side)];
+        auto& far = far_[idx(side)];
+        Level* best = nullptr;
+        std::uint32_t p = 0;
+        if (!bits.empty()) {
+            std::uint64_t off = side == Side::Buy ? bits.highest() : bits.lowest();
+            best = &levels_[off];
+            p = static_cast<std::uint32_t>(base_ + off);
+        }
+        if (!far.empty()) [[unlikely]] {
+            auto& [fp, fl] = side == Side::Buy ? *far.rbegin() : *far.begin();
+            if (!best || (side == Side::Buy ? fp > p : fp < p)) {
+                best = &fl;
+                p = fp;
+            }
+        }
+        price = p;
+        return best;
+    }
+
+    // Drop an emptied level: clear its bit, or erase it from the far map.
+    void drop_level(std::uint32_t price, Side side) {
+        std::uint64_t off = std::uint64_t(price) - base_;
+        if (off < window_) {
+            bits_[idx(side)].reset(off);
+        } else {
+            far_[idx(side)].erase(price);
+        }
+    }
+
+    // --8<-- [start:match]
+    // Match an aggressor against the opposite side while it crosses `limit`; returns
+    // the quantity left. Each trade is at the resting order's price; within a level
+    // the oldest order (the FIFO head) trades first.
+    template <class Sink>
+    std::uint32_t match(std::uint64_t id, Side side, std::uint64_t limit, std::uint32_t qty,
+                        Sink& sink) {
+        Side rest_side = opposite(side);
+        while (qty > 0) {
+            std::uint32_t price;
+            Level* l = best_level(rest_side, price);
+            if (l == nullptr) break;
+            if (side == Side::Buy ? price > limit : price < limit) break;
+            std::uint32_t i = l->head;
+            while (qty > 0 && i != kNil) {
+                Node& n = pool_[i];
+                std::uint32_t q = std::min(qty, n.qty);
+                sink(Fill{n.id, id, price, q, side});
+                n.qty -= q;
+                qty -= q;
+                l->total -= q;
+                if (n.qty != 0) break;  // a partly filled head keeps its place
+                std::uint32_t next = n.next;
+                ids_.erase(n.id, i);
+                pool_.release(i);
+                --l->count;
+                --n_orders_;
+                i = next;
+            }
+            l->head = i;
+            if (i != kNil) pool_[i].prev = kNil;
+            if (l->count == 0) drop_level(price, rest_side);
+        }
+        return qty;
+    }
+    // --8<-- [end:match]
+
+    // Match, then rest any remainder at the back of its level's queue.
+    // Precondition: reserve_one() (or a remove()) since the last allocation.
+    template <class Sink>
+    void enter(std::uint64_t id, Side side, std::uint32_t price, std::uint32_t qty, Sink& sink) {
+        qty = match(id, side, price, qty, sink);
+        if (qty == 0) return;
+        std::uint64_t off = std::uint64_t(price) - base_;
+        if (off >= window_ && bits_[0].empty() && bits_[1].empty()) {
+            recentre(price);
+            off = std::uint64_t(price) - base_;
+        }
+        Level* l;
+        if (off < window_) {
+            l = &levels_[off];
+            if (l->count == 0) bits_[idx(side)].set(off);
+        } else {
+            l = &far_[idx(side)][price];  // slow path: may allocate a map node
+        }
+        std::uint32_t i = pool_.alloc();
+        pool_[i] = Node{id, qty, price, kNil, kNil, side, {}};
+        if (l->count == 0) {
+            *l = Level{qty, i, i, 1, 0};
+        } else {
+            pool_[l->tail].next = i;
+            pool_[i].prev = l->tail;
+            l->tail = i;
+            l->total += qty;
+            ++l->count;
+        }
+        ids_.insert(id, i);
+        ++n_orders_;
+    }
+
+    // Unlink a resting order from its level's FIFO and forget it.
+    void remove(std::uint32_t i) {
+        Node& n = pool_[i];
+        Level* l = level_of(n.price, n.side);
+        if (n.prev != kNil) pool_[n.prev].next = n.next; else l->head = n.next;
+        if (n.next != kNil) pool_[n.next].prev = n.prev; else l->tail = n.prev;
+        l->total -= n.qty;
+        if (--l->count == 0) drop_level(n.price, n.side);
+        ids_.erase(n.id, i);
+        pool_.release(i);
+        --n_orders_;
+    }
+
+    std::uint64_t window_;
+    std::uint64_t base_ = 0;  // price of levels_[0]; 0 until the first order arrives
+    Level* levels_ = nullptr;
+    LevelBitset bits_[2];     // [0] bids, [1] asks
+    std::map<std::uint32_t, Level> far_[2];  // levels outside the window (slow path)
+    NodePool pool_;
+    IdHash ids_;
+    std::size_t n_orders_ = 0;
+    std::uint64_t recentres_ = 0;
+};
+
+}  // namespace twinmatch

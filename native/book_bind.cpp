@@ -1,0 +1,493 @@
+// Python bindings of the order books (optimized.book re-exports them).
+//
+// Two ways in: the per-call API (one Python call per operation, returning Python
+// objects; the boundary crossing costs more than the operation itself) and the
+// batch API apply(ops), which reads a numpy array of OpRecords in place, runs the
+// whole loop in C++ with the GIL released, and returns numpy arrays.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "book.hpp"
+#include "dtypes.hpp"
+#include "map_book.hpp"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+using namespace twinmatch;
+
+namespace {
+
+// OrderRejected(ValueError), created in register_book; a C++ Rejected thrown by a
+// per-call method is translated into it with .order_id and .reason set.
+PyObject* g_order_rejected = nullptr;
+
+struct Rejected : std::exception {
+    std::uint64_t order_id;
+    Reason reason;
+    std::string message;
+    Rejected(std::uint64_t id, Reason r)
+        : order_id(id), reason(r),
+          message("order " + std::to_string(id) + " rejected: " + reason_name(r)) {}
+    const char* what() const noexcept override { return message.c_str(); }
+};
+
+void check(Reason r, std::uint64_t id) {
+    if (r != Reason::Ok) [[unlikely]] throw Rejected(id, r);
+}
+
+// The per-call API takes side as an int so that Side members and plain 0/1 both work;
+// anything else is a ValueError, as Side(x) raises in the naive twin.
+Side to_side(std::int64_t s) {
+    if (s == 0) return Side::Buy;
+    if (s == 1) return Side::Sell;
+    throw nb::value_error((std::to_string(s) + " is not a valid Side").c_str());
+}
+
+// A book plus what the bindings need around it: reusable output vectors for apply()
+// (so a steady stream of batches allocates nothing) and a busy flag, because apply()
+// releases the GIL and another thread must not touch the book meanwhile.
+template <class B>
+struct Bound {
+    B book;
+    std::vector<FillRecord> fills;
+    std::vector<RejectRecord> rejects;
+    bool busy = false;
+
+    template <class... A>
+    explicit Bound(A... a) : book(a...) {
+        fills.reserve(1 << 16);
+        rejects.reserve(1 << 10);
+    }
+    B& idle() {
+        // Only read and written with the GIL held, so a plain bool is enough.
+        if (busy) throw std::runtime_error("book is busy: apply() is running in another thread");
+        return book;
+    }
+};
+
+// --8<-- [start:apply_loop]
+// The batch loop: one switch per operation, fills and rejects appended to vectors.
+// No Python object is touched here; it runs with the GIL released.
+template <class B>
+void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord>& fills,
+             std::vector<RejectRecord>& rejects) {
+    // How far ahead to prefetch: far enough for a load from memory to arrive,
+    // near enough that the line is still cached when the op comes round.
+    constexpr std::size_t kSlotAhead = 16, kNodeAhead = 8, kLinksAhead = 3;
+    for (std::size_t k = 0; k < n; ++k) {
+        if constexpr (requires { book.prefetch_slot(0); }) {  // Book has them, MapBook not
+            if (k + kSlotAhead < n) book.prefetch_slot(ops[k + kSlotAhead].order_id);
+            if (k + kNodeAhead < n) book.prefetch_node(ops[k + kNodeAhead].order_id);
+            if (k + kLinksAhead < n) book.prefetch_links(ops[k + kLinksAhead].order_id);
+        }
+        const OpRecord& op = ops[k];
+        auto idx = static_cast<std::uint32_t>(k);  // n < 2^32 is checked by the caller
+        auto sink = [&](const Fill& f) {
+            fills.push_back(FillRecord{f.resting_id, f.aggressor_id, f.price, f.qty, idx,
+                                       static_cast<std::uint8_t>(f.aggressor_side), {}});
+        };
+        Reason r;
+        std::uint64_t out;
+        switch (op.op) {
+            case std::uint8_t(OpCode::Limit):
+                r = op.side > 1 ? Reason::BadSide
+                                : book.add_limit(op.order_id, Side(op.side), op.price, op.qty, sink);
+                break;
+            case std::uint8_t(OpCode::Market):
+                r = op.side > 1 ? Reason::BadSide
+                                : book.add_market(op.order_id, Side(op.side), op.qty, out, sink);
+                break;
+            case std::uint8_t(OpCode::Cancel):
+                r = book.cancel(op.order_id, out);
+                break;
+            case std::uint8_t(OpCode::Reduce):
+                r = book.reduce(op.order_id, op.qty, out);
+                break;
+            case std::uint8_t(OpCode::Execute): {
+                Fill f;
+                r = book.execute(op.order_id, op.qty, f);
+                if (r == Reason::Ok) sink(f);
+                break;
+            }
+            case std::uint8_t(OpCode::Replace):
+                r = book.replace(op.order_id, op.new_order_id, op.price, op.qty, sink);
+                break;
+            default:
+                r = Reason::BadOp;
+        }
+        if (r != Reason::Ok) [[unlikely]]
+            rejects.push_back(RejectRecord{k, static_cast<std::uint8_t>(r), {}});
+    }
+}
+// --8<-- [end:apply_loop]
+
+// Holds a contiguous OPS_DTYPE view of the caller's array for the duration of a batch.
+struct OpsView {
+    nb::object arr;
+    Py_buffer view{};
+    const OpRecord* ops = nullptr;
+    std::size_t n = 0;
+
+    explicit OpsView(nb::handle ops_in) {
+        nb::object dtypes = nb::module_::import_("twinmatch.dtypes");
+        nb::object np = nb::module_::import_("numpy");
+        nb::object want = dtypes.attr("OPS_DTYPE");
+        nb::object given = np.attr("asarray")(ops_in);
+        if (!given.attr("dtype").equal(want))
+            throw nb::type_error(nb::str("ops must have dtype OPS_DTYPE, got {}")
+                                     .format(given.attr("dtype")).c_str());
+        // A no-op for a C-contiguous array; a strided slice is copied once.
+        arr = np.attr("ascontiguousarray")(given);
+        if (nb::cast<int>(arr.attr("ndim")) != 1)
+            throw nb::value_error("apply: ops must be a one-dimensional OPS_DTYPE array");
+        if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
+        if (view.len % static_cast<Py_ssize_t>(sizeof(OpRecord)) != 0) {
+            PyBuffer_Release(&view);
+            throw nb::value_error("apply: ops records must be 32 bytes (OPS_DTYPE)");
+        }
+        n = static_cast<std::size_t>(view.len) / sizeof(OpRecord);
+        ops = static_cast<const OpRecord*>(view.buf);
+        if (n > 0xFFFF'FFFFull) {  // FILL_DTYPE.op_index is a uint32
+            PyBuffer_Release(&view);
+            throw nb::value_error("apply: at most 2^32-1 operations per batch");
+        }
+    }
+    ~OpsView() { PyBuffer_Release(&view); }
+    OpsView(const OpsView&) = delete;
+    OpsView& operator=(const OpsView&) = delete;
+};
+
+// A new numpy array of `dtype_name` (from twinmatch.dtypes) holding a copy of v.
+template <class T>
+nb::object to_numpy(const std::vector<T>& v, const char* dtype_name) {
+    nb::object dtypes = nb::module_::import_("twinmatch.dtypes");
+    nb::object np = nb::module_::import_("numpy");
+    nb::object a = np.attr("empty")(v.size(), "dtype"_a = dtypes.attr(dtype_name));
+    if (!v.empty()) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(a.ptr(), &view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) != 0)
+            throw nb::python_error();
+        std::memcpy(view.buf, v.data(), v.size() * sizeof(T));
+        PyBuffer_Release(&view);
+    }
+    return a;
+}
+
+// Runs a batch with the GIL released; returns nanoseconds spent in the loop itself.
+template <class B>
+double run_batch(Bound<B>& b, const OpsView& ops) {
+    b.idle();
+    b.fills.clear();
+    b.rejects.clear();
+    b.busy = true;
+    std::chrono::steady_clock::duration took{};
+    try {
+        nb::gil_scoped_release nogil;
+        auto t0 = std::chrono::steady_clock::now();
+        run_ops(b.book, ops.ops, ops.n, b.fills, b.rejects);
+        took = std::chrono::steady_clock::now() - t0;
+    } catch (...) {
+        b.busy = false;
+        throw;
+    }
+    b.busy = false;
+    return std::chrono::duration<double, std::nano>(took).count();
+}
+
+nb::object fill_tuple(const Fill& f) {
+    return nb::make_tuple(f.resting_id, f.aggressor_id, f.price, f.qty, f.aggressor_side);
+}
+
+using DepthTuple = std::tuple<std::uint32_t, std::uint64_t, std::uint32_t>;
+
+// The same Python API for Book and MapBook.
+template <class B>
+void bind_api(nb::class_<Bound<B>>& cls) {
+    using BB = Bound<B>;
+    cls.def(
+           "add_limit",
+           [](BB& b, std::uint64_t id, std::int64_t side, std::int64_t price, std::int64_t qty) {
+               Side s = to_side(side);
+               std::vector<Fill> fills;
+               check(b.idle().add_limit(id, s, price, qty,
+                                        [&](const Fill& f) { fills.push_back(f); }),
+                     id);
+               return fills;
+           },
+           "order_id"_a, "side"_a, "price"_a, "qty"_a,
+           nb::sig("def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) "
+                   "-> list[Fill]"),
+           "Add a limit order; returns the fills it caused (the remainder rests).")
+        .def(
+            "add_market",
+            [](BB& b, std::uint64_t id, std::int64_t side, std::int64_t qty) {
+                Side s = to_side(side);
+                std::vector<Fill> fills;
+                std::uint64_t unfilled = 0;
+                check(b.idle().add_market(id, s, qty, unfilled,
+                                          [&](const Fill& f) { fills.push_back(f); }),
+                      id);
+                return std::make_pair(std::move(fills), unfilled);
+            },
+            "order_id"_a, "side"_a, "qty"_a,
+            nb::sig("def add_market(self, order_id: int, side: Side | int, qty: int) "
+                    "-> tuple[list[Fill], int]"),
+            "Sweep the opposite side; returns (fills, unfilled qty). Never rests.")
+        .def(
+            "cancel",
+            [](BB& b, std::uint64_t id) {
+                std::uint64_t removed = 0;
+                check(b.idle().cancel(id, removed), id);
+                return removed;
+            },
+            "order_id"_a, "Remove a resting order; returns the qty removed.")
+        .def(
+            "reduce",
+            [](BB& b, std::uint64_t id, std::int64_t qty) {
+                std::uint64_t left = 0;
+                check(b.idle().reduce(id, qty, left), id);
+                return left;
+            },
+            "order_id"_a, "qty"_a,
+            "Partially cancel (keeps priority); returns the qty left (0 = removed).")
+        .def(
+            "execute",
+            [](BB& b, std::uint64_t id, std::int64_t qty) {
+                Fill f{};
+                check(b.idle().execute(id, qty, f), id);
+                return f;
+            },
+            "order_id"_a, "qty"_a,
+            "A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).")
+        .def(
+            "replace",
+            [](BB& b, std::uint64_t old_id, std::uint64_t new_id, std::int64_t price,
+               std::int64_t qty) {
+                std::vector<Fill> fills;
+                Reason r = b.idle().replace(old_id, new_id, price, qty,
+                                            [&](const Fill& f) { fills.push_back(f); });
+                check(r, r == Reason::DuplicateId ? new_id : old_id);
+                return fills;
+            },
+            "order_id"_a, "new_order_id"_a, "price"_a, "qty"_a,
+            "The old order leaves; the new one (same side) enters, loses priority, may match.")
+        .def(
+            "best_bid",
+            [](BB& b) -> std::optional<std::pair<std::uint32_t, std::uint64_t>> {
+                std::uint64_t q;
+                std::uint32_t p = b.idle().best(Side::Buy, q);
+                if (p == 0) return std::nullopt;
+                return std::make_pair(p, q);
+            },
+            "(price, total qty) of the highest bid, or None.")
+        .def(
+            "best_ask",
+            [](BB& b) -> std::optional<std::pair<std::uint32_t, std::uint64_t>> {
+                std::uint64_t q;
+                std::uint32_t p = b.idle().best(Side::Sell, q);
+                if (p == 0) return std::nullopt;
+                return std::make_pair(p, q);
+            },
+            "(price, total qty) of the lowest ask, or None.")
+        .def(
+            "depth",
+            [](BB& b, std::int64_t side, std::int64_t levels) {
+                Side s = to_side(side);
+                std::vector<DepthTuple> rows;
+                b.idle().depth(s, levels, [&](const DepthRow& r) {
+                    rows.emplace_back(r.price, r.qty, r.count);
+                });
+                return rows;
+            },
+            "side"_a, "levels"_a,
+            nb::sig("def depth(self, side: Side | int, levels: int) "
+                    "-> list[tuple[int, int, int]]"),
+            "Up to `levels` levels of one side as (price, qty, orders), best first.")
+        .def(
+            "order",
+            [](BB& b, std::uint64_t id) -> std::optional<std::tuple<Side, std::uint32_t, std::uint32_t>> {
+                Side s;
+                std::uint32_t p, q;
+                if (!b.idle().order(id, s, p, q)) return std::nullopt;
+                return std::make_tuple(s, p, q);
+            },
+            "order_id"_a, "(side, price, qty left) of a resting order, or None.")
+        .def("__len__", [](BB& b) { return b.book.size(); }, "Number of resting orders.")
+        .def(
+            "clear", [](BB& b) { b.idle().clear(); },
+            "Remove every order, keeping the allocated capacity (for benchmarks).")
+        .def(
+            "apply",
+            [](BB& b, nb::handle ops) {
+                OpsView view(ops);
+                run_batch(b, view);
+                return nb::make_tuple(to_numpy(b.fills, "FILL_DTYPE"),
+                                      to_numpy(b.rejects, "REJECT_DTYPE"));
+            },
+            "ops"_a,
+            nb::sig("def apply(self, ops: numpy.typing.NDArray[numpy.void]) -> "
+                    "tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]"),
+            "Apply an OPS_DTYPE array in C++ with the GIL released; returns\n"
+            "(fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a\n"
+            "rejected op.")
+        .def(
+            "apply_ns",
+            [](BB& b, nb::handle ops) {
+                OpsView view(ops);
+                double ns = run_batch(b, view);
+                double per_op = view.n ? ns / double(view.n) : 0.0;
+                return std::make_tuple(b.fills.size(), b.rejects.size(), per_op);
+            },
+            "ops"_a,
+            nb::sig("def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) "
+                    "-> tuple[int, int, float]"),
+            "Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop\n"
+            "timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).");
+}
+
+}  // namespace
+
+void register_book(nb::module_& m) {
+    nb::enum_<Side>(m, "Side", nb::is_arithmetic(), "Order side: BUY = 0, SELL = 1.")
+        .value("BUY", Side::Buy)
+        .value("SELL", Side::Sell);
+
+    // OrderRejected is a plain Python class (like the naive twin's), defined here so
+    // that C++ can raise it: OrderRejected(order_id, reason) sets both attributes.
+    nb::dict ns;
+    ns["__name__"] = "optimized._native";
+    nb::module_::import_("builtins").attr("exec")(
+        "class OrderRejected(ValueError):\n"
+        "    \"\"\"An operation the book refused; the book is unchanged.\"\"\"\n"
+        "\n"
+        "    def __init__(self, order_id: int, reason: str) -> None:\n"
+        "        super().__init__(f'order {order_id} rejected: {reason}')\n"
+        "        self.order_id = order_id\n"
+        "        self.reason = reason\n",
+        ns);
+    nb::object cls = ns["OrderRejected"];
+    m.attr("OrderRejected") = cls;
+    g_order_rejected = cls.release().ptr();  // kept for the life of the process
+    nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+        try {
+            std::rethrow_exception(p);
+        } catch (const Rejected& e) {
+            try {
+                nb::object exc = nb::borrow(g_order_rejected)(e.order_id, reason_name(e.reason));
+                PyErr_SetObject(g_order_rejected, exc.ptr());
+            } catch (nb::python_error& err) {
+                err.restore();
+            }
+        }
+    });
+
+    nb::class_<Fill>(m, "Fill", "One trade: compares equal to the tuple "
+                               "(resting_id, aggressor_id, price, qty, aggressor_side).")
+        .def(nb::init<std::uint64_t, std::uint64_t, std::uint32_t, std::uint32_t, Side>(),
+             "resting_id"_a, "aggressor_id"_a, "price"_a, "qty"_a, "aggressor_side"_a)
+        .def_ro("resting_id", &Fill::resting_id)
+        .def_ro("aggressor_id", &Fill::aggressor_id)
+        .def_ro("price", &Fill::price)
+        .def_ro("qty", &Fill::qty)
+        .def_ro("aggressor_side", &Fill::aggressor_side)
+        .def(
+            "__eq__",
+            [](const Fill& a, nb::handle other) -> nb::object {
+                if (nb::isinstance<Fill>(other)) {
+                    const Fill& b = nb::cast<const Fill&>(other);
+                    return nb::bool_(a.resting_id == b.resting_id &&
+                                     a.aggressor_id == b.aggressor_id && a.price == b.price &&
+                                     a.qty == b.qty && a.aggressor_side == b.aggressor_side);
+                }
+                if (nb::isinstance<nb::tuple>(other)) return nb::bool_(fill_tuple(a).equal(other));
+                return nb::borrow(Py_NotImplemented);
+            },
+            nb::sig("def __eq__(self, other: object, /) -> bool"))
+        .def(
+            "__ne__",
+            [](const Fill& a, nb::handle other) -> nb::object {
+                if (nb::isinstance<Fill>(other) || nb::isinstance<nb::tuple>(other))
+                    return nb::bool_(!fill_tuple(a).equal(
+                        nb::isinstance<Fill>(other) ? fill_tuple(nb::cast<const Fill&>(other))
+                                                    : nb::borrow(other)));
+                return nb::borrow(Py_NotImplemented);
+            },
+            nb::sig("def __ne__(self, other: object, /) -> bool"))
+        .def("__hash__", [](const Fill& a) { return nb::hash(fill_tuple(a)); })
+        .def("__len__", [](const Fill&) { return 5; })
+        .def(
+            "__iter__", [](const Fill& a) { return nb::iter(fill_tuple(a)); },
+            nb::sig("def __iter__(self) -> typing.Iterator[int]"))
+        .def(
+            "__getitem__",
+            [](const Fill& a, nb::handle i) -> nb::object {
+                nb::object t = fill_tuple(a);
+                nb::object item = t[i];  // materialise before t goes away
+                return item;
+            },
+            nb::sig("def __getitem__(self, index: int, /) -> int"))
+        .def("__repr__", [](const Fill& a) {
+            return nb::str("Fill(resting_id={}, aggressor_id={}, price={}, qty={}, "
+                           "aggressor_side={!r})")
+                .format(a.resting_id, a.aggressor_id, a.price, a.qty, a.aggressor_side);
+        });
+
+    nb::class_<Bound<Book>> book(m, "Book",
+                                 "The optimized order book: price window + bitsets, pooled "
+                                 "32-byte nodes, open-addressing id hash.");
+    book.def(nb::init<std::uint64_t, std::uint32_t>(), "window_levels"_a = Book::kDefaultWindow,
+             "initial_orders"_a = Book::kDefaultOrders)
+        .def(
+            "stats",
+            [](Bound<Book>& b) {
+                const Book& k = b.book;
+                nb::dict d;
+                d["window_levels"] = k.window_levels();
+                d["window_base"] = k.window_base();
+                d["recentres"] = k.recentres();
+                d["far_levels"] = k.far_levels();
+                d["pool_capacity"] = k.pool_capacity();
+                d["pool_high_water"] = k.pool_high_water();
+                d["hash_capacity"] = k.hash_capacity();
+                return d;
+            },
+            nb::sig("def stats(self) -> dict[str, int]"),
+            "Internals (window, pool, hash sizes) for tests and the book's tables.")
+        .def(
+            "hash_home", [](Bound<Book>& b, std::uint64_t id) { return b.book.hash_home(id); },
+            "order_id"_a, "The id's home slot in the current id hash table (for tests).");
+    bind_api<Book>(book);
+
+    nb::class_<Bound<MapBook>> map_book(
+        m, "MapBook", "The std::map / std::list / std::unordered_map baseline, same API.");
+    map_book.def(nb::init<std::uint32_t>(), "initial_orders"_a = Book::kDefaultOrders);
+    bind_api<MapBook>(map_book);
+
+    m.def(
+        "layout_info",
+        [] {
+            nb::dict d;
+            d["node_bytes"] = sizeof(Node);
+            d["level_bytes"] = sizeof(Level);
+            d["hash_slot_bytes"] = 8;
+            d["op_record_bytes"] = sizeof(OpRecord);
+            d["fill_record_bytes"] = sizeof(FillRecord);
+            d["default_window_levels"] = Book::kDefaultWindow;
+            d["default_initial_orders"] = Book::kDefaultOrders;
+            return d;
+        },
+        nb::sig("def layout_info() -> dict[str, int]"),
+        "Sizes of the book's building blocks, for the chapter's layout table.");
+}

@@ -1,0 +1,249 @@
+"""What only the optimized book has: its price window, node pool, id hash and layout.
+
+The shared behavioural suite (tests/test_book.py) checks the API; these tests push the
+native data structures to their edges (far prices, growth, colliding ids) and compare
+with the naive twin where the behaviour is observable.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import pytest
+
+import naive.book as naive
+from optimized.book import Book, Fill, MapBook, Side, layout_info
+from twinmatch.dtypes import OP_CANCEL, OP_LIMIT, OPS_DTYPE
+
+MAX_PRICE = 2**32 - 1
+MAX_ID = 2**64 - 1
+
+
+def snapshot(book: Any) -> tuple[Any, ...]:
+    return (
+        len(book),
+        book.best_bid(),
+        book.best_ask(),
+        tuple(book.depth(Side.BUY, 10**9)),
+        tuple(book.depth(Side.SELL, 10**9)),
+    )
+
+
+def test_layout() -> None:
+    info = layout_info()
+    assert info["node_bytes"] == 32
+    assert info["hash_slot_bytes"] == 8
+    assert info["op_record_bytes"] == 32
+    assert Book().stats()["window_levels"] == info["default_window_levels"]
+
+
+@pytest.mark.parametrize("window", [0, 63, 100, 2**27])
+def test_bad_window_is_rejected(window: int) -> None:
+    with pytest.raises(ValueError):
+        Book(window_levels=window)
+
+
+def test_far_prices_and_recentre() -> None:
+    """Prices 1 and 4,000,000,000 in one book; the window moves when it empties."""
+    books: list[Any] = [Book(), naive.Book(), MapBook()]
+    for b in books:
+        b.add_limit(1, Side.BUY, 1, 5)                  # inside the initial window
+        b.add_limit(2, Side.SELL, 4_000_000_000, 7)     # far above the window: slow path
+        b.add_limit(3, Side.SELL, MAX_PRICE, 2)         # the very top price
+    fast = books[0]
+    assert fast.stats()["far_levels"] == 2
+    assert len({snapshot(b) for b in books}) == 1
+    assert fast.best_ask() == (4_000_000_000, 7)
+
+    for b in books:
+        assert b.cancel(1) == 5                         # window now holds no orders
+        b.add_limit(4, Side.BUY, 3_999_999_000, 1)      # re-centres; far levels move in
+    stats = fast.stats()
+    assert stats["far_levels"] == 1  # 4e9 moved into the window; 2**32-1 is still far
+    assert stats["recentres"] == 1  # the initial window [0, 2**18) already held price 1
+    assert stats["window_base"] <= 3_999_999_000 < stats["window_base"] + stats["window_levels"]
+    assert len({snapshot(b) for b in books}) == 1
+
+    # A bid far below the window again, and matching across window and far levels.
+    for b in books:
+        b.add_limit(5, Side.BUY, 1, 3)
+    fills = [b.add_market(6, Side.SELL, 5) for b in books]
+    assert fills[0] == fills[1] == fills[2]
+    assert fills[0] == ([(4, 6, 3_999_999_000, 1, Side.SELL), (5, 6, 1, 3, Side.SELL)], 1)
+    sweeps = [b.add_limit(7, Side.BUY, MAX_PRICE, 10) for b in books]
+    assert sweeps[0] == sweeps[1] == sweeps[2]
+    assert [f.price for f in sweeps[0]] == [4_000_000_000, MAX_PRICE]
+    assert len({snapshot(b) for b in books}) == 1
+    assert fast.order(7) == (Side.BUY, MAX_PRICE, 1)
+
+
+def test_depth_merges_window_and_far_levels() -> None:
+    fast, slow = Book(window_levels=64), naive.Book()
+    prices = [1_000_000 + d for d in (-3, -1, -40, -500, -100_000)] + [7, 1]
+    for b in (fast, slow):
+        for i, p in enumerate(prices):
+            b.add_limit(i, Side.BUY, p, i + 1)
+        for i, p in enumerate([1_000_010, 1_000_020, 1_000_100, 3_000_000_000]):
+            b.add_limit(100 + i, Side.SELL, p, 1)
+    assert fast.stats()["far_levels"] > 0
+    assert snapshot(fast) == snapshot(slow)
+    assert fast.depth(Side.BUY, 3) == slow.depth(Side.BUY, 3)
+
+
+def test_pool_and_hash_grow_past_initial_capacity() -> None:
+    """A million resting orders in a book sized for 16: growth, never a lost order."""
+    n = 1_000_000
+    book = Book(initial_orders=16)
+    assert book.stats()["pool_capacity"] == 16
+    ids = np.arange(n, dtype=np.uint64) * np.uint64(2**40) + np.uint64(12345)  # spread ids
+    ops = np.zeros(n, dtype=OPS_DTYPE)
+    ops["order_id"] = ids
+    ops["op"] = OP_LIMIT
+    ops["side"] = np.arange(n) % 2
+    # bids below 1,000,000, asks above: nothing crosses; some prices fall outside the window
+    ops["price"] = np.where(ops["side"] == 0, 999_000 - (np.arange(n) % 300_000),
+                            1_001_000 + (np.arange(n) % 300_000))
+    ops["qty"] = 1 + np.arange(n) % 7
+    fills, rejects = book.apply(ops)
+    assert len(fills) == 0 and len(rejects) == 0
+    assert len(book) == n
+    stats = book.stats()
+    assert stats["pool_capacity"] >= n and stats["hash_capacity"] >= 2 * n
+    for k in (0, 1, n // 2, n - 1):
+        assert book.order(int(ids[k])) == (Side(k % 2), int(ops["price"][k]), 1 + k % 7)
+    cancels = np.zeros(n, dtype=OPS_DTYPE)
+    cancels["order_id"] = ids[::-1]
+    cancels["op"] = OP_CANCEL
+    fills, rejects = book.apply(cancels)
+    assert len(fills) == 0 and len(rejects) == 0
+    assert len(book) == 0 and book.best_bid() is None and book.best_ask() is None
+
+
+def test_extreme_ids() -> None:
+    book = Book()
+    book.add_limit(0, Side.BUY, 10, 1)
+    book.add_limit(MAX_ID, Side.SELL, 20, 2)
+    assert book.order(0) == (Side.BUY, 10, 1)
+    assert book.order(MAX_ID) == (Side.SELL, 20, 2)
+    assert book.order(1) is None and book.order(MAX_ID - 1) is None
+    with pytest.raises(ValueError, match="duplicate_id"):
+        book.add_limit(MAX_ID, Side.BUY, 5, 1)
+    assert book.add_limit(1, Side.BUY, 20, 2) == [Fill(MAX_ID, 1, 20, 2, Side.BUY)]
+    assert book.cancel(0) == 1
+    assert len(book) == 0
+
+
+def colliding_ids(book: Book, count: int) -> list[int]:
+    """`count` ids (incl. 0 and 2**64-1 where they fit) sharing one home slot."""
+    by_home: dict[int, list[int]] = defaultdict(list)
+    for candidate in [0, MAX_ID, *range(1, 20_000)]:
+        home = book.hash_home(candidate)
+        by_home[home].append(candidate)
+        if len(by_home[home]) == count:
+            return by_home[home]
+    raise AssertionError("no collision found")
+
+
+@pytest.mark.parametrize("order", ["fifo", "lifo", "middle_first"])
+def test_colliding_ids(order: str) -> None:
+    """One long probe run; deleting from any place keeps every other id findable."""
+    book = Book(initial_orders=16)
+    cap = book.stats()["hash_capacity"]
+    ids = colliding_ids(book, 12)  # 12 of 32 slots: below the 0.5 load that grows the table
+    for k, i in enumerate(ids):
+        book.add_limit(i, Side.BUY, 100 + k, 1)
+    assert book.stats()["hash_capacity"] == cap
+    if order == "lifo":
+        ids = ids[::-1]
+    elif order == "middle_first":
+        ids = ids[6:] + ids[:6]
+    for k, i in enumerate(ids):
+        assert book.cancel(i) == 1
+        for j in ids[k + 1 :]:
+            assert book.order(j) is not None
+        assert book.order(i) is None
+    assert len(book) == 0
+
+
+def test_hash_churn_against_a_dict() -> None:
+    """Random add/cancel of colliding and extreme ids, checked against a Python dict."""
+    rng = np.random.default_rng(7)
+    book = Book(initial_orders=16)
+    pool = colliding_ids(book, 10) + [2**63, 2**32, 2**32 - 1, 7 << 40, MAX_ID - 1]
+    model: dict[int, int] = {}
+    for step in range(5_000):
+        i = int(pool[rng.integers(len(pool))])
+        if i in model:
+            assert book.cancel(i) == model.pop(i)
+        else:
+            book.add_limit(i, Side.BUY, 100, step + 1)
+            model[i] = step + 1
+        if step % 97 == 0:
+            assert all(book.order(k) == (Side.BUY, 100, q) for k, q in model.items())
+            assert len(book) == len(model)
+
+
+def test_clear_keeps_capacity() -> None:
+    for cls in (Book, MapBook):
+        book: Any = cls()
+        for i in range(1000):
+            book.add_limit(i, Side(i % 2), 1000 + (i % 50) * (1 if i % 2 else -1) + i % 2, 3)
+        book.add_limit(5000, Side.SELL, 3_000_000_000, 1)  # a far level too
+        before = book.stats() if cls is Book else None
+        book.clear()
+        assert snapshot(book) == (0, None, None, (), ())
+        assert book.order(0) is None
+        if before is not None:
+            after = book.stats()
+            assert after["pool_capacity"] == before["pool_capacity"]
+            assert after["hash_capacity"] == before["hash_capacity"]
+            assert after["far_levels"] == 0
+        assert book.add_limit(1, Side.BUY, 10, 1) == []
+        assert book.add_limit(2, Side.SELL, 10, 1) == [Fill(1, 2, 10, 1, Side.SELL)]
+
+
+def test_fill_behaves_like_its_tuple() -> None:
+    f = Fill(1, 2, 300, 4, Side.SELL)
+    t = (1, 2, 300, 4, 1)
+    assert f == t and t == f and f == Fill(1, 2, 300, 4, Side.SELL)
+    assert f != (1, 2, 300, 4, 0) and f != Fill(1, 2, 300, 5, Side.SELL)
+    assert f != "x" and f != t[:4]
+    assert hash(f) == hash(t)
+    assert list(f) == list(t) and len(f) == 5
+    assert f[0] == 1 and f[-1] == Side.SELL and f[1:3] == (2, 300)
+    assert f == naive.Fill(1, 2, 300, 4, naive.Side.SELL)
+    assert naive.Fill(1, 2, 300, 4, naive.Side.SELL) == f
+    assert repr(f).startswith("Fill(resting_id=1, aggressor_id=2, price=300, qty=4, ")
+    with pytest.raises(AttributeError):
+        f.price = 5  # type: ignore[misc]
+    with pytest.raises(IndexError):
+        f[5]
+
+
+def test_apply_accepts_strided_and_rejects_bad_shapes() -> None:
+    ops = np.zeros(4, dtype=OPS_DTYPE)
+    ops["order_id"] = [1, 99, 2, 99]
+    ops["price"] = [10, 1, 10, 1]
+    ops["qty"] = 1
+    ops["side"] = [0, 0, 1, 0]
+    fills, rejects = Book().apply(ops[::2])  # a non-contiguous view is copied once
+    assert fills.tolist() == [(1, 2, 10, 1, 1, 1)]
+    assert len(rejects) == 0
+    with pytest.raises(ValueError):
+        Book().apply(ops.reshape(2, 2))
+    with pytest.raises(TypeError):
+        Book().apply([1, 2, 3])
+
+
+def test_apply_ns_reports_counts() -> None:
+    ops = np.zeros(3, dtype=OPS_DTYPE)
+    ops["order_id"] = [1, 2, 3]
+    ops["price"] = [10, 10, 0]
+    ops["qty"] = [5, 5, 1]
+    ops["side"] = [0, 1, 0]
+    for cls in (Book, MapBook):
+        n_fills, n_rejects, ns = cls().apply_ns(ops)
+        assert (n_fills, n_rejects) == (1, 1)
+        assert ns > 0
