@@ -65,4 +65,29 @@ struct RejectRecord {        // REJECT_DTYPE
 static_assert(sizeof(RejectRecord) == 16);
 // --8<-- [end:op_record]
 
+// --8<-- [start:event_record]
+// One decoded ITCH event: EVENT_DTYPE in twinmatch/dtypes.py (see its docstring for
+// which message fills which field). 8-byte fields first, so no padding is needed
+// between fields and every field is naturally aligned.
+struct ItchEvent {
+    std::uint64_t timestamp;      // ns since midnight (48 bits on the wire)
+    std::uint64_t order_ref;      // Q: the u64 cross shares
+    std::uint64_t new_order_ref;  // U only
+    std::uint64_t match_number;
+    std::uint32_t shares;
+    std::uint32_t price;          // 4 implied decimals
+    std::uint16_t locate;
+    std::uint8_t type;            // message type, ASCII
+    std::uint8_t side;            // ASCII 'B'/'S'; S: event code; H: trading state
+    std::uint8_t printable;       // C: 'Y'/'N'; Q: cross type
+    std::uint8_t pad_[3];
+    char stock[8];                // raw, space-padded
+};
+static_assert(sizeof(ItchEvent) == 56);
+static_assert(offsetof(ItchEvent, shares) == 32 && offsetof(ItchEvent, price) == 36);
+static_assert(offsetof(ItchEvent, locate) == 40 && offsetof(ItchEvent, type) == 42);
+static_assert(offsetof(ItchEvent, side) == 43 && offsetof(ItchEvent, printable) == 44);
+static_assert(offsetof(ItchEvent, stock) == 48);
+// --8<-- [end:event_record]
+
 }  // namespace twinmatch

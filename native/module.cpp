@@ -5,10 +5,12 @@
 namespace nb = nanobind;
 
 void register_book(nb::module_& m);
+void register_itch(nb::module_& m);
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
     m.attr("COMPILER") = TWINMATCH_COMPILER;
     m.attr("BUILD_TYPE") = TWINMATCH_BUILD_TYPE;
     register_book(m);
+    register_itch(m);
 }

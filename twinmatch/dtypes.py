@@ -75,3 +75,57 @@ MAX_ID: Final = 2**64 - 1
 def make_ops(n: int) -> np.ndarray:
     """A zeroed operations array of length n."""
     return np.zeros(n, dtype=OPS_DTYPE)
+
+
+# --8<-- [start:event_dtype]
+# One decoded ITCH 5.0 message that matters downstream (chapter 3), 56 bytes.
+# The 8-byte fields come first and the record size is a multiple of 8, so every field
+# sits at its natural alignment and the C++ struct ItchEvent (native/dtypes.hpp) has the
+# same layout with no packing tricks.
+EVENT_DTYPE: Final = np.dtype(
+    {
+        "names": [
+            "timestamp", "order_ref", "new_order_ref", "match_number", "shares", "price",
+            "locate", "type", "side", "printable", "stock",
+        ],
+        "formats": ["<u8", "<u8", "<u8", "<u8", "<u4", "<u4", "<u2", "u1", "u1", "u1", "S8"],
+        "offsets": [0, 8, 16, 24, 32, 36, 40, 42, 43, 44, 48],
+        "itemsize": 56,
+    }
+)
+"""Book events decoded from ITCH 5.0 (``itch.decode`` / ``itch.read_file`` in both twins).
+
+Every event has ``type`` (the message type's ASCII code, e.g. ``ord("A")``), ``locate``
+and ``timestamp`` (ns since midnight). Fields a message lacks are 0 (``stock`` is
+``b""``). Char fields (``side``, ``printable``) hold the ASCII code, e.g. ``ord("B")``.
+``stock`` is the 8 raw wire bytes, space-padded (``b"AAPL    "``): strip before comparing.
+
+Which messages produce events, and what each fills:
+
+====  =====================  =====================================================
+type  message                fields
+====  =====================  =====================================================
+S     system event           side = event code (O S Q M E C)
+R     stock directory        stock (so replay can map locate -> symbol)
+H     stock trading action   stock, side = trading state (H P Q T)
+A     add order              order_ref, side, shares, price, stock
+F     add order with MPID    as A (the MPID is dropped)
+E     order executed         order_ref, shares (executed), match_number
+C     executed with price    order_ref, shares, match_number, printable, price
+                             (the execution price, not the resting price)
+X     order cancel           order_ref, shares (cancelled)
+D     order delete           order_ref
+U     order replace          order_ref (original), new_order_ref, shares, price
+P     trade (non-cross)      order_ref, side, shares, price, match_number, stock
+Q     cross trade            order_ref = cross shares (u64 on the wire, too wide for
+                             ``shares``), price, match_number, stock,
+                             printable = cross type (O C H I ...)
+B     broken trade           match_number
+====  =====================  =====================================================
+
+The other known types (Y L V W K J h I N O) and unknown types are only counted.
+"""
+
+# The message types that produce an event (above); all others are only counted.
+EVENT_TYPES: Final = "SRHAFECXDUPQB"
+# --8<-- [end:event_dtype]

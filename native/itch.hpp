@@ -1,0 +1,315 @@
+// Reading NASDAQ TotalView-ITCH 5.0 without copying: the optimized twin of naive/itch.py.
+//
+// The decoder walks a read-only byte buffer (bytes, mmap, numpy) in place. Each message
+// layout is a struct of byte arrays that mirrors the wire exactly (sizes static_asserted
+// against the spec), and every multi-byte field is read big-endian by a small loader.
+// Nothing here allocates or touches Python; the binding (itch_bind.cpp) owns memory.
+#pragma once
+#include <array>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "dtypes.hpp"
+
+namespace twinmatch::itch {
+
+// --8<-- [start:byteswap]
+// ITCH integers are big-endian; x86 and ARM are little-endian. memcpy is the portable way
+// to load from an address with no alignment promise (a cast + dereference would be
+// undefined behaviour); compilers turn it into one load, and the bswap into one
+// instruction. (std::byteswap arrives only in C++23.)
+inline std::uint16_t be16(const std::uint8_t* p) {
+    std::uint16_t v;
+    std::memcpy(&v, p, sizeof v);
+    if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap16(v);
+    return v;
+}
+inline std::uint32_t be32(const std::uint8_t* p) {
+    std::uint32_t v;
+    std::memcpy(&v, p, sizeof v);
+    if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap32(v);
+    return v;
+}
+inline std::uint64_t be64(const std::uint8_t* p) {
+    std::uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
+    return v;
+}
+// The 6-byte timestamp: a 2-byte and a 4-byte load, never an 8-byte load that would read
+// two bytes past the field (and, for a message at the end of a buffer, past the buffer).
+inline std::uint64_t be48(const std::uint8_t* p) {
+    return (std::uint64_t{be16(p)} << 32) | be32(p + 2);
+}
+
+// Wire field types: plain byte arrays, so they have alignment 1 and a struct made of them
+// has no padding anywhere. get() does the byte swap.
+struct U16 { std::uint8_t b[2]; std::uint16_t get() const { return be16(b); } };
+struct U32 { std::uint8_t b[4]; std::uint32_t get() const { return be32(b); } };
+struct U48 { std::uint8_t b[6]; std::uint64_t get() const { return be48(b); } };
+struct U64 { std::uint8_t b[8]; std::uint64_t get() const { return be64(b); } };
+using Char = std::uint8_t;  // a one-byte ASCII code ('B', 'Y', ...)
+template <std::size_t N> using Alpha = std::array<char, N>;  // space padded text
+// --8<-- [end:byteswap]
+
+// --8<-- [start:structs]
+// One struct per message, field for field as in the spec (offsets count from the type
+// byte). pack(1) states the intent; with byte-array fields there is nothing to pack, and
+// the static_asserts prove the sizes equal the spec's lengths.
+#pragma pack(push, 1)
+struct Header {             // every message starts with these 11 bytes
+    Char type;
+    U16 locate;
+    U16 tracking;
+    U48 timestamp;
+};
+struct SystemEvent { Header h; Char event_code; };                                // S
+struct StockDirectory {                                                            // R
+    Header h; Alpha<8> stock; Char market_category; Char financial_status;
+    U32 round_lot_size; Char round_lots_only; Char issue_classification;
+    Alpha<2> issue_sub_type; Char authenticity; Char short_sale_threshold; Char ipo_flag;
+    Char luld_tier; Char etp_flag; U32 etp_leverage_factor; Char inverse_indicator;
+};
+struct StockTradingAction { Header h; Alpha<8> stock; Char trading_state; Char reserved;  // H
+                            Alpha<4> reason; };
+struct RegSho { Header h; Alpha<8> stock; Char action; };                         // Y
+struct MarketParticipantPosition { Header h; Alpha<4> mpid; Alpha<8> stock;        // L
+                                   Char primary_mm; Char mm_mode; Char state; };
+struct MwcbDeclineLevel { Header h; U64 level1; U64 level2; U64 level3; };        // V
+struct MwcbStatus { Header h; Char breached_level; };                             // W
+struct IpoQuotingPeriod { Header h; Alpha<8> stock; U32 release_time;              // K
+                          Char release_qualifier; U32 ipo_price; };
+struct LuldAuctionCollar { Header h; Alpha<8> stock; U32 reference_price;          // J
+                           U32 upper_price; U32 lower_price; U32 extension; };
+struct OperationalHalt { Header h; Alpha<8> stock; Char market_code; Char action; };  // h
+struct AddOrder { Header h; U64 order_ref; Char side; U32 shares; Alpha<8> stock;  // A
+                  U32 price; };
+struct AddOrderMpid { Header h; U64 order_ref; Char side; U32 shares;              // F
+                      Alpha<8> stock; U32 price; Alpha<4> mpid; };
+struct OrderExecuted { Header h; U64 order_ref; U32 shares; U64 match_number; };   // E
+struct OrderExecutedWithPrice { Header h; U64 order_ref; U32 shares;               // C
+                                U64 match_number; Char printable; U32 price; };
+struct OrderCancel { Header h; U64 order_ref; U32 shares; };                      // X
+struct OrderDelete { Header h; U64 order_ref; };                                  // D
+struct OrderReplace { Header h; U64 order_ref; U64 new_order_ref; U32 shares;      // U
+                      U32 price; };
+struct Trade { Header h; U64 order_ref; Char side; U32 shares; Alpha<8> stock;     // P
+               U32 price; U64 match_number; };
+struct CrossTrade { Header h; U64 shares; Alpha<8> stock; U32 price;               // Q
+                    U64 match_number; Char cross_type; };
+struct BrokenTrade { Header h; U64 match_number; };                               // B
+struct Noii { Header h; U64 paired_shares; U64 imbalance_shares; Char direction;   // I
+              Alpha<8> stock; U32 far_price; U32 near_price; U32 reference_price;
+              Char cross_type; Char price_variation; };
+struct Rpii { Header h; Alpha<8> stock; Char interest_flag; };                    // N
+struct Dlcr { Header h; Alpha<8> stock; Char open_eligibility; U32 min_price;      // O
+              U32 max_price; U32 near_price; U64 near_time; U32 lower_collar;
+              U32 upper_collar; };
+#pragma pack(pop)
+
+static_assert(sizeof(Header) == 11);
+static_assert(sizeof(SystemEvent) == 12 && sizeof(StockDirectory) == 39);
+static_assert(sizeof(StockTradingAction) == 25 && sizeof(RegSho) == 20);
+static_assert(sizeof(MarketParticipantPosition) == 26 && sizeof(MwcbDeclineLevel) == 35);
+static_assert(sizeof(MwcbStatus) == 12 && sizeof(IpoQuotingPeriod) == 28);
+static_assert(sizeof(LuldAuctionCollar) == 35 && sizeof(OperationalHalt) == 21);
+static_assert(sizeof(AddOrder) == 36 && sizeof(AddOrderMpid) == 40);
+static_assert(sizeof(OrderExecuted) == 31 && sizeof(OrderExecutedWithPrice) == 36);
+static_assert(sizeof(OrderCancel) == 23 && sizeof(OrderDelete) == 19);
+static_assert(sizeof(OrderReplace) == 35 && sizeof(Trade) == 44);
+static_assert(sizeof(CrossTrade) == 40 && sizeof(BrokenTrade) == 19);
+static_assert(sizeof(Noii) == 50 && sizeof(Rpii) == 20 && sizeof(Dlcr) == 48);
+static_assert(offsetof(AddOrder, price) == 32 && offsetof(OrderReplace, price) == 31);
+// --8<-- [end:structs]
+
+// Each type's fixed length, indexed by the type byte; 0 = unknown type (skip and count).
+inline constexpr std::array<std::uint8_t, 256> kLength = [] {
+    std::array<std::uint8_t, 256> t{};
+    t['S'] = sizeof(SystemEvent);        t['R'] = sizeof(StockDirectory);
+    t['H'] = sizeof(StockTradingAction); t['Y'] = sizeof(RegSho);
+    t['L'] = sizeof(MarketParticipantPosition); t['V'] = sizeof(MwcbDeclineLevel);
+    t['W'] = sizeof(MwcbStatus);         t['K'] = sizeof(IpoQuotingPeriod);
+    t['J'] = sizeof(LuldAuctionCollar);  t['h'] = sizeof(OperationalHalt);
+    t['A'] = sizeof(AddOrder);           t['F'] = sizeof(AddOrderMpid);
+    t['E'] = sizeof(OrderExecuted);      t['C'] = sizeof(OrderExecutedWithPrice);
+    t['X'] = sizeof(OrderCancel);        t['D'] = sizeof(OrderDelete);
+    t['U'] = sizeof(OrderReplace);       t['P'] = sizeof(Trade);
+    t['Q'] = sizeof(CrossTrade);         t['B'] = sizeof(BrokenTrade);
+    t['I'] = sizeof(Noii);               t['N'] = sizeof(Rpii);
+    t['O'] = sizeof(Dlcr);
+    return t;
+}();
+
+// The smallest record (prefix + message) that yields an event is an S: a buffer of n bytes
+// yields at most n / kMinEventRecord events, so the caller can size the output once.
+inline constexpr std::size_t kMinEventRecord = 2 + sizeof(SystemEvent);
+static_assert(sizeof(SystemEvent) <= sizeof(OrderDelete) && sizeof(SystemEvent) <= sizeof(BrokenTrade));
+
+// Reason codes: the indices of ITCH_REASONS in twinmatch/itch_errors.py.
+enum class Error : std::uint8_t { Ok = 0, TruncatedPrefix = 1, TruncatedBody = 2,
+                                  ZeroLength = 3, BadLength = 4 };
+
+struct ScanResult {
+    std::size_t consumed = 0;   // bytes of whole records decoded (error: the bad record's offset)
+    std::size_t events = 0;     // events written to out
+    Error error = Error::Ok;    // ZeroLength / BadLength; a partial tail is not an error here
+    std::uint8_t error_type = 0;
+    std::uint16_t error_length = 0;
+};
+
+// --8<-- [start:read_field]
+// Read one field of wire struct T straight from the message at p: offsetof gives the
+// field's position (checked against the spec above), its type gives width and byte order.
+// Each read is one small load (+ bswap). Copying whole structs out first is legal too, but
+// GCC turns a 36-byte copy into a slow `rep movs`; and casting p to `const T*` and reading
+// through it would be undefined behaviour (no T object lives at p).
+template <class F>
+inline auto read_field(const std::uint8_t* q) {
+    if constexpr (std::is_same_v<F, Char>) return *q;
+    else if constexpr (std::is_same_v<F, U16>) return be16(q);
+    else if constexpr (std::is_same_v<F, U32>) return be32(q);
+    else if constexpr (std::is_same_v<F, U48>) return be48(q);
+    else return be64(q);
+}
+#define ITCH_READ(T, field, p) read_field<decltype(T::field)>((p) + offsetof(T, field))
+#define ITCH_STOCK(T, p, e) std::memcpy((e).stock, (p) + offsetof(T, stock), sizeof (e).stock)
+// --8<-- [end:read_field]
+
+// --8<-- [start:decode_one]
+// Fill the event for one whole message; returns false if this type makes no event.
+// Precondition: p points at the type byte and kLength[type] bytes are readable.
+inline bool decode_event(const std::uint8_t* p, ItchEvent& e) {
+    const std::uint8_t type = p[0];
+    e = ItchEvent{};
+    e.timestamp = ITCH_READ(Header, timestamp, p);
+    e.locate = ITCH_READ(Header, locate, p);
+    e.type = type;
+    switch (type) {
+        case 'A':
+            e.order_ref = ITCH_READ(AddOrder, order_ref, p);
+            e.side = ITCH_READ(AddOrder, side, p);
+            e.shares = ITCH_READ(AddOrder, shares, p);
+            e.price = ITCH_READ(AddOrder, price, p);
+            ITCH_STOCK(AddOrder, p, e);
+            return true;
+        case 'F':
+            e.order_ref = ITCH_READ(AddOrderMpid, order_ref, p);
+            e.side = ITCH_READ(AddOrderMpid, side, p);
+            e.shares = ITCH_READ(AddOrderMpid, shares, p);
+            e.price = ITCH_READ(AddOrderMpid, price, p);
+            ITCH_STOCK(AddOrderMpid, p, e);
+            return true;
+        case 'E':
+            e.order_ref = ITCH_READ(OrderExecuted, order_ref, p);
+            e.shares = ITCH_READ(OrderExecuted, shares, p);
+            e.match_number = ITCH_READ(OrderExecuted, match_number, p);
+            return true;
+        case 'C':
+            e.order_ref = ITCH_READ(OrderExecutedWithPrice, order_ref, p);
+            e.shares = ITCH_READ(OrderExecutedWithPrice, shares, p);
+            e.match_number = ITCH_READ(OrderExecutedWithPrice, match_number, p);
+            e.printable = ITCH_READ(OrderExecutedWithPrice, printable, p);
+            e.price = ITCH_READ(OrderExecutedWithPrice, price, p);
+            return true;
+        case 'X':
+            e.order_ref = ITCH_READ(OrderCancel, order_ref, p);
+            e.shares = ITCH_READ(OrderCancel, shares, p);
+            return true;
+        case 'D':
+            e.order_ref = ITCH_READ(OrderDelete, order_ref, p);
+            return true;
+        case 'U':
+            e.order_ref = ITCH_READ(OrderReplace, order_ref, p);
+            e.new_order_ref = ITCH_READ(OrderReplace, new_order_ref, p);
+            e.shares = ITCH_READ(OrderReplace, shares, p);
+            e.price = ITCH_READ(OrderReplace, price, p);
+            return true;
+        case 'P':
+            e.order_ref = ITCH_READ(Trade, order_ref, p);
+            e.side = ITCH_READ(Trade, side, p);
+            e.shares = ITCH_READ(Trade, shares, p);
+            e.price = ITCH_READ(Trade, price, p);
+            e.match_number = ITCH_READ(Trade, match_number, p);
+            ITCH_STOCK(Trade, p, e);
+            return true;
+        case 'Q':  // u64 cross shares travel in order_ref (see EVENT_DTYPE)
+            e.order_ref = ITCH_READ(CrossTrade, shares, p);
+            e.price = ITCH_READ(CrossTrade, price, p);
+            e.match_number = ITCH_READ(CrossTrade, match_number, p);
+            e.printable = ITCH_READ(CrossTrade, cross_type, p);
+            ITCH_STOCK(CrossTrade, p, e);
+            return true;
+        case 'B':
+            e.match_number = ITCH_READ(BrokenTrade, match_number, p);
+            return true;
+        case 'S':
+            e.side = ITCH_READ(SystemEvent, event_code, p);
+            return true;
+        case 'R':
+            ITCH_STOCK(StockDirectory, p, e);
+            return true;
+        case 'H':
+            e.side = ITCH_READ(StockTradingAction, trading_state, p);
+            ITCH_STOCK(StockTradingAction, p, e);
+            return true;
+        default:
+            return false;
+    }
+}
+// --8<-- [end:decode_one]
+
+// --8<-- [start:decode_loop]
+// Decode the whole records at the start of buf[0, n): write events to out (room for
+// n / kMinEventRecord), count every record's type in counts[256], stop at a partial
+// record (the caller decides if more bytes are coming) or a bad one (reported).
+// Every read is bounds-checked first, so any input is safe.
+inline ScanResult scan(const std::uint8_t* buf, std::size_t n, ItchEvent* out,
+                       std::uint64_t* counts) {
+    ScanResult r;
+    std::size_t off = 0;
+    ItchEvent* const first = out;
+    while (n - off >= 2) {
+        const std::size_t len = be16(buf + off);
+        if (len == 0) {
+            r.error = Error::ZeroLength;
+            break;
+        }
+        if (n - off - 2 < len) break;  // partial record
+        const std::uint8_t* msg = buf + off + 2;
+        const std::uint8_t type = msg[0];
+        const std::size_t want = kLength[type];
+        if (want != 0 && want != len) {
+            r.error = Error::BadLength;
+            r.error_type = type;
+            r.error_length = static_cast<std::uint16_t>(len);
+            break;
+        }
+        ++counts[type];
+        // Unknown types (want == 0) are skipped; known ones have exactly `want` bytes.
+        if (want != 0 && decode_event(msg, *out)) ++out;
+        off += 2 + len;
+    }
+    r.consumed = off;
+    r.events = static_cast<std::size_t>(out - first);
+    return r;
+}
+// --8<-- [end:decode_loop]
+
+// The bandwidth ceiling for the benchmarks: one sequential pass that touches every byte
+// and does almost nothing with it (sum as 8-byte words, then the tail bytes).
+inline std::uint64_t sum_bytes(const std::uint8_t* buf, std::size_t n) {
+    std::uint64_t s = 0;
+    std::size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        std::uint64_t w;
+        std::memcpy(&w, buf + i, 8);
+        s += w;
+    }
+    for (; i < n; ++i) s += buf[i];
+    return s;
+}
+
+}  // namespace twinmatch::itch

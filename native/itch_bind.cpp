@@ -1,0 +1,149 @@
+// Python bindings for native/itch.hpp (optimized.itch is the typed face over these).
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <utility>
+
+#include "itch.hpp"
+
+namespace nb = nanobind;
+using twinmatch::ItchEvent;
+namespace itch = twinmatch::itch;
+
+namespace {
+
+// A read-only view of any bytes-like object (bytes, bytearray, mmap, memoryview, numpy
+// uint8). Holding the Py_buffer keeps the exporter from resizing or freeing the memory
+// while the GIL is released; the destructor gives it back.
+class ReadBuffer {
+public:
+    explicit ReadBuffer(nb::handle obj) {
+        if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_SIMPLE) != 0) throw nb::python_error();
+    }
+    ~ReadBuffer() { PyBuffer_Release(&view_); }
+    ReadBuffer(const ReadBuffer&) = delete;
+    ReadBuffer& operator=(const ReadBuffer&) = delete;
+    const std::uint8_t* data() const { return static_cast<const std::uint8_t*>(view_.buf); }
+    std::size_t size() const { return static_cast<std::size_t>(view_.len); }
+
+private:
+    Py_buffer view_{};
+};
+
+using U8Array = nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>;
+using U64Array = nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<1>>;
+
+// --8<-- [start:block_pool]
+// Output blocks for the event arrays, recycled. Writing to freshly mapped memory costs a
+// page fault per 4 KiB page (on this project's VMs, more than the decoding itself), so
+// when numpy frees an events array its block goes back here, already faulted in, and the
+// next batch (read_file's next chunk, or the next decode) writes into it. A block starts
+// with a 64-byte header holding its capacity; the events follow, 64-byte aligned.
+class BlockPool {
+public:
+    static constexpr std::size_t kHeader = 64;
+    static constexpr std::size_t kSlots = 2;          // enough for "drop one, make one"
+    static constexpr std::size_t kMaxKept = 512u << 20;  // never hoard huge blocks
+
+    // A block with room for at least `bytes`; returns the base (header) pointer.
+    void* take(std::size_t bytes) {
+        {
+            std::lock_guard<std::mutex> lock(mutex_);  // per batch, never per message
+            Slot* best = nullptr;
+            for (auto& s : slots_)
+                if (s.base != nullptr && s.capacity >= bytes &&
+                    (best == nullptr || s.capacity < best->capacity))
+                    best = &s;
+            if (best != nullptr) return std::exchange(best->base, nullptr);
+        }
+        void* base = std::malloc(kHeader + bytes + 1);  // +1: never malloc(0)
+        if (base == nullptr) throw std::bad_alloc();
+        std::memcpy(base, &bytes, sizeof bytes);
+        return base;
+    }
+    // Called by numpy (through the capsule) when the array dies.
+    void give(void* base) noexcept {
+        std::size_t capacity;
+        std::memcpy(&capacity, base, sizeof capacity);
+        if (capacity <= kMaxKept) {
+            std::lock_guard<std::mutex> lock(mutex_);
+            for (auto& s : slots_) {
+                if (s.base == nullptr) { s = {base, capacity}; return; }
+            }
+            for (auto& s : slots_) {  // full: keep the larger block
+                if (s.capacity < capacity) { std::swap(s.base, base); s.capacity = capacity; break; }
+            }
+        }
+        std::free(base);
+    }
+    void clear() noexcept {
+        std::lock_guard<std::mutex> lock(mutex_);
+        for (auto& s : slots_) { std::free(s.base); s = {}; }
+    }
+    ~BlockPool() { clear(); }
+
+private:
+    struct Slot { void* base = nullptr; std::size_t capacity = 0; };
+    std::mutex mutex_;
+    Slot slots_[kSlots];
+};
+
+BlockPool& pool() {
+    static BlockPool p;
+    return p;
+}
+// --8<-- [end:block_pool]
+
+// --8<-- [start:bind_scan]
+// scan(buffer) -> (events as uint8 bytes, counts[256], consumed, error, type, length).
+// The output is sized for the worst case (every record an S event) once, before the loop,
+// so the loop never allocates; untouched pages of that block cost nothing, and realloc
+// gives the rest back afterwards.
+nb::tuple scan(nb::handle buffer) {
+    ReadBuffer in(buffer);
+    // Room for the worst case (every record an S event), taken once before the loop so
+    // the loop never allocates. Pages of the block that are never written cost nothing.
+    const std::size_t cap = in.size() / itch::kMinEventRecord;
+    void* base = pool().take(cap * sizeof(ItchEvent));
+    nb::capsule ev_owner(base, [](void* p) noexcept { pool().give(p); });
+    auto* events = reinterpret_cast<ItchEvent*>(static_cast<std::uint8_t*>(base) + BlockPool::kHeader);
+    std::uint64_t counts[256] = {};
+    itch::ScanResult r;
+    {
+        nb::gil_scoped_release no_gil;  // pure C++ from here: other Python threads may run
+        r = itch::scan(in.data(), in.size(), events, counts);
+    }
+    U8Array ev(reinterpret_cast<std::uint8_t*>(events), {r.events * sizeof(ItchEvent)}, ev_owner);
+    auto* ct_data = new std::uint64_t[256];
+    std::copy(counts, counts + 256, ct_data);
+    nb::capsule ct_owner(ct_data, [](void* p) noexcept { delete[] static_cast<std::uint64_t*>(p); });
+    U64Array ct(ct_data, {std::size_t{256}}, ct_owner);
+    return nb::make_tuple(ev, ct, r.consumed, static_cast<int>(r.error),
+                          static_cast<int>(r.error_type), static_cast<int>(r.error_length));
+}
+// --8<-- [end:bind_scan]
+
+std::uint64_t sum_bytes(nb::handle buffer) {
+    ReadBuffer in(buffer);
+    nb::gil_scoped_release no_gil;
+    return itch::sum_bytes(in.data(), in.size());
+}
+
+}  // namespace
+
+void register_itch(nb::module_& m) {
+    m.def("itch_scan", &scan, nb::arg("buffer"),
+          "Decode the whole ITCH records at the start of a bytes-like buffer (GIL released).");
+    m.def("itch_sum_bytes", &sum_bytes, nb::arg("buffer"),
+          "Sum a buffer as 8-byte words: one plain sequential read, the bandwidth ceiling.");
+    nb::list lengths;
+    for (auto v : itch::kLength) lengths.append(static_cast<int>(v));
+    m.attr("ITCH_LENGTHS") = lengths;
+    m.attr("ITCH_EVENT_SIZE") = sizeof(ItchEvent);
+    m.def("itch_release_pool", [] { pool().clear(); },
+          "Free the recycled output blocks the ITCH decoder keeps (at most two).");
+}

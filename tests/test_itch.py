@@ -1,0 +1,547 @@
+"""ITCH 5.0 decoding (chapter 3): one suite over both twins, plus differential checks.
+
+Every behaviour is checked on both ``naive.itch`` and ``optimized.itch`` (the ``impl``
+fixture); the differential tests feed the same bytes to both and require identical
+events, counts and errors. itchfeed (pure Python and its C++ backend itchcpp) is the
+independent cross-check of field values.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import os
+import random
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import naive.itch as naive_itch
+import optimized.itch as optimized_itch
+from optimized import _native  # type: ignore[attr-defined]
+from twinmatch.dtypes import EVENT_DTYPE, EVENT_TYPES
+from twinmatch.itch_errors import ItchError
+from twinmatch.itch_samples import random_record, random_stream, sample_day
+
+REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "real"
+REAL_ITCH = REAL / "stock-directory-sample.itch"
+REAL_PCAP = REAL / "moldudp64-multiple-packets.pcap"
+SPEC_TABLE = Path(__file__).resolve().parents[1] / ".." / "shared" / "spec" / "itch50_table.py"
+if not REAL_ITCH.exists():  # the shared folder sits beside the checkout
+    REAL = Path("/work/shared/data/real")
+    REAL_ITCH = REAL / "stock-directory-sample.itch"
+    REAL_PCAP = REAL / "moldudp64-multiple-packets.pcap"
+    SPEC_TABLE = Path("/work/shared/spec/itch50_table.py")
+
+TWINS = {"naive": naive_itch, "optimized": optimized_itch}
+Batch = tuple[np.ndarray, dict[str, int]]
+
+
+@pytest.fixture(params=sorted(TWINS))
+def impl(request: pytest.FixtureRequest) -> ModuleType:
+    return TWINS[request.param]
+
+
+# ---------------------------------------------------------------- helpers
+
+def outcome_decode(mod: ModuleType, data: bytes) -> tuple[bytes, dict[str, int], str | None]:
+    """decode's outcome as comparable values: event bytes, counts, error (reason@offset)."""
+    try:
+        events, counts = mod.decode(data)
+    except ItchError as exc:
+        return exc.events.tobytes(), exc.counts, f"{exc.reason}@{exc.offset}: {exc}"
+    return events.tobytes(), counts, None
+
+
+def outcome_file(
+    mod: ModuleType, path: Path, chunk_size: int
+) -> tuple[list[tuple[bytes, dict[str, int]]], str | None]:
+    """read_file's outcome: every batch yielded, then the error (or None)."""
+    batches: list[tuple[bytes, dict[str, int]]] = []
+    try:
+        for events, counts in mod.read_file(path, chunk_size):
+            assert events.dtype == EVENT_DTYPE
+            batches.append((events.tobytes(), counts))
+    except ItchError as exc:
+        return batches, f"{exc.reason}@{exc.offset}: {exc}"
+    return batches, None
+
+
+def concat(batches: list[tuple[bytes, dict[str, int]]]) -> tuple[bytes, dict[str, int]]:
+    total: dict[str, int] = {}
+    for _, counts in batches:
+        for k, v in counts.items():
+            total[k] = total.get(k, 0) + v
+    return b"".join(b for b, _ in batches), dict(sorted(total.items()))
+
+
+def assert_twins_agree_on(data: bytes) -> tuple[bytes, dict[str, int], str | None]:
+    a = outcome_decode(naive_itch, data)
+    b = outcome_decode(optimized_itch, data)
+    assert a == b
+    return a
+
+
+# ---------------------------------------------------------------- layouts
+
+def test_lengths_match_spec_table() -> None:
+    if not SPEC_TABLE.exists():
+        pytest.skip(f"spec table not found at {SPEC_TABLE}")
+    spec = importlib.util.spec_from_file_location("itch50_table", SPEC_TABLE)
+    assert spec is not None and spec.loader is not None
+    table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(table)
+    assert sorted(t.encode() for t in table.ORDER) == sorted(naive_itch.STRUCTS)
+    for t in table.ORDER:
+        assert naive_itch.FORMATS[t.encode()][0] == table.struct_fmt(t), t
+        assert naive_itch.LENGTHS[ord(t)] == table.length(t), t
+
+
+def test_cpp_length_table_matches_naive() -> None:
+    assert optimized_itch.LENGTHS == naive_itch.LENGTHS
+    assert _native.ITCH_EVENT_SIZE == EVENT_DTYPE.itemsize == 56
+
+
+def test_event_dtype_layout() -> None:
+    assert EVENT_DTYPE.isalignedstruct or all(
+        EVENT_DTYPE.fields[name][1] % EVENT_DTYPE.fields[name][0].alignment == 0
+        for name in EVENT_DTYPE.names or ()
+    )
+    for name in ("type", "locate", "timestamp", "order_ref", "new_order_ref", "side",
+                 "shares", "price", "match_number", "printable", "stock"):
+        assert name in (EVENT_DTYPE.names or ())
+
+
+# ---------------------------------------------------------------- worked examples
+
+SPEC_A = bytes.fromhex("00244100010000" "1f1aced9f000" "000000000000002a" "42"
+                       "00000064" "4141504c20202020" "0016ed24")
+
+
+def test_spec_worked_example(impl: ModuleType) -> None:
+    events, counts = impl.decode(SPEC_A)
+    assert counts == {"A": 1}
+    (e,) = events
+    assert e["type"] == ord("A") and e["locate"] == 1
+    assert e["timestamp"] == 34_200_000_000_000
+    assert e["order_ref"] == 42 and e["side"] == ord("B") and e["shares"] == 100
+    assert e["stock"] == b"AAPL    " and e["price"] == 1_502_500
+    assert e["new_order_ref"] == 0 and e["match_number"] == 0 and e["printable"] == 0
+
+
+def test_spec_example_record_and_encode() -> None:
+    rec = naive_itch.parse_message(SPEC_A[2:])
+    assert rec == naive_itch.AddOrder(1, 0, 34_200_000_000_000, 42, b"B", 100, b"AAPL    ",
+                                      1_502_500)
+    assert naive_itch.frame(rec) == SPEC_A
+    # itchy's body vector: ref 1412, B, 100, ZXZZT, 1.0000
+    body = bytes.fromhex("0000000000000584" "42" "00000064" "5a585a5a54202020" "00002710")
+    rec2 = naive_itch.parse_message(b"A" + bytes(10) + body)
+    assert isinstance(rec2, naive_itch.AddOrder)
+    assert (rec2.order_ref, rec2.side, rec2.shares, rec2.stock.rstrip(), rec2.price) == (
+        1412, b"B", 100, b"ZXZZT", 10_000)
+
+
+# ---------------------------------------------------------------- real capture
+
+def test_real_capture(impl: ModuleType) -> None:
+    if not REAL_ITCH.exists():
+        pytest.skip(f"real capture not found at {REAL_ITCH}")
+    events, counts = impl.decode(REAL_ITCH.read_bytes())
+    assert counts == {"H": 3, "R": 993, "S": 1, "Y": 3}
+    assert len(events) == 997  # S, R and H make events; Y is only counted
+    assert events[0]["type"] == ord("S") and events[0]["side"] == ord("O")
+    directory = {int(e["locate"]): bytes(e["stock"]).rstrip() for e in events
+                 if e["type"] == ord("R")}
+    assert directory[13] == b"AAPL"
+    assert np.all(np.diff(events["timestamp"].astype(np.int64)) >= 0)
+
+
+def test_real_capture_twins_identical_field_by_field() -> None:
+    if not REAL_ITCH.exists():
+        pytest.skip(f"real capture not found at {REAL_ITCH}")
+    a, ca = naive_itch.decode(REAL_ITCH.read_bytes())
+    b, cb = optimized_itch.decode(REAL_ITCH.read_bytes())
+    assert ca == cb
+    for name in EVENT_DTYPE.names or ():
+        assert np.array_equal(a[name], b[name]), name
+    assert a.tobytes() == b.tobytes()  # padding included: both zero it
+
+
+def test_real_capture_via_read_file(impl: ModuleType) -> None:
+    if not REAL_ITCH.exists():
+        pytest.skip(f"real capture not found at {REAL_ITCH}")
+    whole, counts = impl.decode(REAL_ITCH.read_bytes())
+    batches, error = outcome_file(impl, REAL_ITCH, 4096)
+    assert error is None and len(batches) == 10
+    assert concat(batches) == (whole.tobytes(), counts)
+
+
+# ---------------------------------------------------------------- round trips
+
+@pytest.mark.parametrize("type_char", sorted(t.decode() for t in naive_itch.STRUCTS))
+def test_every_type_round_trips(impl: ModuleType, type_char: str) -> None:
+    rng = random.Random(ord(type_char))
+    for _ in range(50):
+        rec = random_record(rng, type_char)
+        raw = naive_itch.encode(rec)
+        assert len(raw) == naive_itch.LENGTHS[ord(type_char)]
+        assert naive_itch.parse_message(raw) == rec
+        events, counts = impl.decode(naive_itch.frame(rec))
+        assert counts == {type_char: 1}
+        row = naive_itch.event_row(rec)
+        if type_char in EVENT_TYPES:
+            assert row is not None and len(events) == 1
+            assert events[0].item() == row[:10] + (row[10].rstrip(b"\0"),)
+            assert events[0]["type"] == ord(type_char)
+            assert events[0]["locate"] == rec.locate
+            assert events[0]["timestamp"] == rec.timestamp
+        else:
+            assert row is None and len(events) == 0
+
+
+def test_event_fields_per_type() -> None:
+    """The documented mapping (EVENT_DTYPE docstring) for the trickier types."""
+    cls = naive_itch.CLASSES
+    q = cls[b"Q"](7, 0, 5, 2**64 - 1, b"MSFT    ", 123, 99, b"O")
+    c = cls[b"C"](7, 0, 5, 11, 22, 33, b"N", 44)
+    u = cls[b"U"](7, 0, 5, 11, 12, 13, 14)
+    h = cls[b"H"](7, 0, 5, b"AAPL    ", b"H", b" ", b"LUDP")
+    data = b"".join(naive_itch.frame(r) for r in (q, c, u, h))
+    for mod in TWINS.values():
+        ev, _ = mod.decode(data)
+        assert ev[0]["order_ref"] == 2**64 - 1 and ev[0]["printable"] == ord("O")
+        assert ev[0]["match_number"] == 99 and ev[0]["price"] == 123
+        assert ev[1]["printable"] == ord("N") and ev[1]["price"] == 44
+        assert ev[1]["shares"] == 22 and ev[1]["match_number"] == 33
+        assert (ev[2]["order_ref"], ev[2]["new_order_ref"], ev[2]["shares"]) == (11, 12, 13)
+        assert ev[3]["side"] == ord("H") and ev[3]["stock"] == b"AAPL    "
+
+
+def test_parse_message_errors() -> None:
+    with pytest.raises(ItchError) as err:
+        naive_itch.parse_message(b"z123")
+    assert err.value.reason == "unknown_type"
+    with pytest.raises(ItchError) as err:
+        naive_itch.parse_message(SPEC_A[2:-1])
+    assert err.value.reason == "bad_length"
+
+
+# ---------------------------------------------------------------- generated streams
+
+@pytest.mark.parametrize("seed", range(5))
+def test_generated_random_streams_identical(seed: int) -> None:
+    data = random_stream(random.Random(seed), 3000)
+    events, counts, error = assert_twins_agree_on(data)
+    assert error is None and sum(counts.values()) == 3000
+
+
+def test_generated_day_identical() -> None:
+    data = sample_day(20_000, seed=3)
+    events, counts, error = assert_twins_agree_on(data)
+    assert error is None and sum(counts.values()) == 20_000
+    assert counts["A"] > counts["P"] > 0
+
+
+def test_decode_accepts_any_bytes_like(impl: ModuleType, tmp_path: Path) -> None:
+    data = sample_day(500, seed=4)
+    want, counts = naive_itch.decode(data)
+    path = tmp_path / "day.itch"
+    path.write_bytes(data)
+    import mmap
+
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+        ev, c = impl.decode(mm)
+        assert ev.tobytes() == want.tobytes() and c == counts
+    for buf in (bytearray(data), memoryview(data), np.frombuffer(data, np.uint8)):
+        ev, c = impl.decode(buf)
+        assert ev.tobytes() == want.tobytes() and c == counts
+
+
+def test_empty_buffer(impl: ModuleType) -> None:
+    events, counts = impl.decode(b"")
+    assert len(events) == 0 and events.dtype == EVENT_DTYPE and counts == {}
+
+
+# ---------------------------------------------------------------- bad input catalogue
+
+def good(n: int = 40, seed: int = 9) -> bytes:
+    return sample_day(n, seed=seed)
+
+
+GOOD = good()
+GZ_GOOD = gzip.compress(GOOD)
+PCAP_BYTES = REAL_PCAP.read_bytes() if REAL_PCAP.exists() else (
+    bytes.fromhex("d4c3b2a1020004000000000000000000ffff000001000000") + bytes(64))
+
+
+def corrupt_gzip(data: bytes) -> bytes:
+    z = bytearray(data)
+    z[len(z) // 2] ^= 0xFF  # inside the deflate stream
+    return bytes(z)
+
+
+# name -> (file bytes, expected error "reason@offset" or None, expected total records)
+CATALOGUE: dict[str, tuple[bytes, str | None, int]] = {
+    "empty": (b"", None, 0),
+    "good": (GOOD, None, 40),
+    "truncated_prefix": (GOOD + b"\x00", f"truncated_prefix@{len(GOOD)}", 40),
+    "truncated_body": (GOOD + SPEC_A[:20], f"truncated_body@{len(GOOD)}", 40),
+    "truncated_mid_body": (GOOD[:-3], None, 39),  # expected error filled in below
+    "zero_length": (GOOD + b"\x00\x00" + SPEC_A, f"zero_length@{len(GOOD)}", 40),
+    "length_type_mismatch": (GOOD + b"\x00\x23" + SPEC_A[2:-1] + SPEC_A,
+                             f"bad_length@{len(GOOD)}", 40),
+    "prefix_says_longer": (GOOD + b"\x00\x25" + SPEC_A[2:] + b"!",
+                           f"bad_length@{len(GOOD)}", 40),
+    "unknown_type": (GOOD + b"\x00\x05z1234" + b"\x00\x01\x00" + SPEC_A, None, 43),
+    "unknown_type_long": (b"\x01\x00" + b"~" * 256 + SPEC_A, None, 2),
+    "gzip": (GZ_GOOD, None, 40),
+    "gzip_two_members": (GZ_GOOD + gzip.compress(SPEC_A), None, 41),
+    "gzip_truncated": (GZ_GOOD[: len(GZ_GOOD) - 12], None, -1),
+    "gzip_corrupt": (corrupt_gzip(GZ_GOOD), None, -1),
+    "gzip_of_truncated_itch": (gzip.compress(GOOD[:-3]), None, 39),
+    "pcap_as_itch": (PCAP_BYTES, "not_itch@0", 0),
+    "gzip_pcap_as_itch": (gzip.compress(PCAP_BYTES), "not_itch@0", 0),
+    "garbage": (bytes(random.Random(5).getrandbits(8) for _ in range(3000)), None, -1),
+}
+# GOOD ends with the 14-byte S (end of messages) record: cutting 3 bytes cuts its body.
+CATALOGUE["truncated_mid_body"] = (GOOD[:-3], f"truncated_body@{len(GOOD) - 14}", 39)
+CATALOGUE["gzip_of_truncated_itch"] = (gzip.compress(GOOD[:-3]),
+                                       f"truncated_body@{len(GOOD) - 14}", 39)
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 14, 37, 100, 4096, 1 << 20])
+@pytest.mark.parametrize("case", sorted(CATALOGUE))
+def test_bad_input_catalogue(tmp_path: Path, case: str, chunk: int) -> None:
+    data, want_error, want_records = CATALOGUE[case]
+    path = tmp_path / f"{case}.itch"
+    path.write_bytes(data)
+    got = {name: outcome_file(mod, path, chunk) for name, mod in TWINS.items()}
+    assert got["naive"] == got["optimized"]  # identical batches and error, byte for byte
+    batches, error = got["naive"]
+    events, counts = concat(batches)
+    if want_error is not None:
+        assert error is not None and error.startswith(want_error + ":"), error
+    if want_records >= 0:
+        assert sum(counts.values()) == want_records
+    if case.startswith("gzip_") and want_error is None and want_records < 0:
+        assert error is not None and error.startswith("bad_gzip@"), error
+    # Whatever the chunking, the batches add up to the same thing as one big chunk.
+    whole = concat(outcome_file(naive_itch, path, 1 << 20)[0])
+    assert (events, counts) == whole
+    # Nothing accepted is lost: what was yielded is exactly the decode of the good prefix.
+    plain = gzip.decompress(data) if data[:2] == b"\x1f\x8b" and error is None else None
+    if plain is not None:
+        assert (events, counts) == outcome_decode(naive_itch, plain)[:2]
+
+
+@pytest.mark.parametrize("case", sorted(CATALOGUE))
+def test_bad_input_decode_identical(case: str) -> None:
+    data = CATALOGUE[case][0]
+    assert_twins_agree_on(data)
+
+
+def test_error_keeps_what_came_before(impl: ModuleType) -> None:
+    data = GOOD + b"\x00\x00"
+    with pytest.raises(ItchError) as err:
+        impl.decode(data)
+    exc = err.value
+    assert isinstance(exc, ValueError) and exc.offset == len(GOOD)
+    want, counts = naive_itch.decode(GOOD)
+    assert exc.events.tobytes() == want.tobytes() and exc.counts == counts
+    assert f"at byte {len(GOOD)}" in str(exc)
+
+
+def test_read_file_error_after_everything_before(impl: ModuleType, tmp_path: Path) -> None:
+    data = sample_day(3000, seed=2)
+    cut = len(data) - 5
+    path = tmp_path / "cut.itch"
+    path.write_bytes(data[:cut])
+    batches, error = outcome_file(impl, path, 1000)
+    assert error is not None and error.startswith("truncated_body@")
+    offset = int(error.split("@")[1].split(":")[0])
+    assert concat(batches) == outcome_decode(naive_itch, data[:offset])[:2]
+    assert len(batches) > 10
+
+
+def test_bad_chunk_size(impl: ModuleType, tmp_path: Path) -> None:
+    path = tmp_path / "x.itch"
+    path.write_bytes(SPEC_A)
+    with pytest.raises(ValueError):
+        list(impl.read_file(path, 0))
+
+
+def test_gzip_detected_by_magic_not_name(impl: ModuleType, tmp_path: Path) -> None:
+    path = tmp_path / "looks_plain.itch"
+    path.write_bytes(GZ_GOOD)
+    assert concat(outcome_file(impl, path, 64)[0]) == outcome_decode(naive_itch, GOOD)[:2]
+
+
+# ---------------------------------------------------------------- differential (hypothesis)
+
+def frames_and_garbage() -> st.SearchStrategy[bytes]:
+    valid = st.builds(
+        lambda seed, t: naive_itch.frame(random_record(random.Random(seed), t)),
+        st.integers(0, 2**32), st.sampled_from(sorted(t.decode() for t in naive_itch.STRUCTS)))
+    framed_unknown = st.builds(
+        lambda t, body: len(body).to_bytes(2, "big") + bytes([t]) + body[1:] if body else b"",
+        st.sampled_from([0, 1, ord("a"), ord("z"), 200, 255]), st.binary(min_size=1,
+                                                                         max_size=60))
+    garbage = st.binary(max_size=12)
+    piece = st.one_of(valid, valid, valid, framed_unknown, garbage)
+    return st.lists(piece, max_size=30).map(b"".join)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=frames_and_garbage())
+def test_differential_decode(data: bytes) -> None:
+    assert_twins_agree_on(data)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=frames_and_garbage(), chunk=st.integers(1, 200), gz=st.booleans())
+def test_differential_read_file(tmp_path: Path, data: bytes, chunk: int, gz: bool) -> None:
+    path = tmp_path / "h.itch"
+    path.write_bytes(gzip.compress(data) if gz else data)
+    a = outcome_file(naive_itch, path, chunk)
+    b = outcome_file(optimized_itch, path, chunk)
+    assert a == b
+    # read_file over a file agrees with decode over the same bytes (bar pcap-like heads).
+    if data[:4] not in (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
+                        b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a"):
+        ev, counts, err = outcome_decode(naive_itch, data)
+        assert concat(a[0]) == (ev, counts)
+        assert (a[1] is None) == (err is None)
+        if err is not None and a[1] is not None:
+            assert a[1] == err
+
+
+# ---------------------------------------------------------------- itchfeed cross-check
+
+# itchfeed's attribute names for each type's body fields, in wire order (after the header).
+ITCHFEED_FIELDS: dict[str, tuple[str, ...]] = {
+    "S": ("event_code",),
+    "R": ("stock", "market_category", "financial_status_indicator", "round_lot_size",
+          "round_lots_only", "issue_classification", "issue_sub_type", "authenticity",
+          "short_sale_threshold_indicator", "ipo_flag", "luld_ref", "etp_flag",
+          "etp_leverage_factor", "inverse_indicator"),
+    "H": ("stock", "trading_state", "reserved", "reason"),
+    "Y": ("stock", "reg_sho_action"),
+    "L": ("mpid", "stock", "primary_market_maker", "market_maker_mode",
+          "market_participant_state"),
+    "V": ("level1_price", "level2_price", "level3_price"),
+    "W": ("breached_level",),
+    "K": ("stock", "ipo_release_time", "ipo_release_qualifier", "ipo_price"),
+    "J": ("stock", "auction_collar_reference_price", "upper_auction_collar_price",
+          "lower_auction_collar_price", "auction_collar_extention"),
+    "h": ("stock", "market_code", "operational_halt_action"),
+    "A": ("order_reference_number", "buy_sell_indicator", "shares", "stock", "price"),
+    "F": ("order_reference_number", "buy_sell_indicator", "shares", "stock", "price",
+          "attribution"),
+    "E": ("order_reference_number", "executed_shares", "match_number"),
+    "C": ("order_reference_number", "executed_shares", "match_number", "printable",
+          "execution_price"),
+    "X": ("order_reference_number", "cancelled_shares"),
+    "D": ("order_reference_number",),
+    "U": ("order_reference_number", "new_order_reference_number", "shares", "price"),
+    "P": ("order_reference_number", "buy_sell_indicator", "shares", "stock", "price",
+          "match_number"),
+    "Q": ("shares", "stock", "cross_price", "match_number", "cross_type"),
+    "B": ("match_number",),
+    "I": ("paired_shares", "imbalance_shares", "imbalance_direction", "stock", "far_price",
+          "near_price", "current_reference_price", "cross_type", "variation_indicator"),
+    "N": ("stock", "interest_flag"),
+    "O": ("stock", "open_eligibility_status", "minimum_allowable_price",
+          "maximum_allowable_price", "near_execution_price", "near_execution_time",
+          "lower_price_range_collar", "upper_price_range_collar"),
+}
+
+
+def itchfeed_parsers() -> Iterator[tuple[str, Callable[[bytes], Iterator[Any]]]]:
+    """itchfeed's parsers: its C++ backend (itchcpp) and its pure-Python one, when present."""
+    try:
+        import itchcpp
+
+        yield "itchcpp", itchcpp.MessageParser().parse_stream
+    except ImportError:
+        pass
+    os.environ.setdefault("ITCH_NO_CPP", "1")  # only effective if itch is not imported yet
+    try:
+        import itch
+        import itch.parser
+    except ImportError:
+        return
+    if not itch.USING_CPP_BACKEND:
+        yield "itchfeed", itch.parser.MessageParser().parse_stream
+
+
+def as_bytes(v: object) -> object:
+    return v.encode("latin-1") if isinstance(v, str) else v
+
+
+def test_itchfeed_cross_check() -> None:
+    parsers = dict(itchfeed_parsers())
+    if not parsers:
+        pytest.skip("itchfeed/itchcpp not installed")
+    rng = random.Random(11)
+    # itchfeed stops at S/C (end of messages), so keep S event codes other than C.
+    records = [r for r in (random_record(rng) for _ in range(3000))
+               if not (isinstance(r, naive_itch.SystemEvent) and r.event_code == b"C")]
+    streams = [b"".join(naive_itch.frame(r) for r in records), sample_day(5000, seed=8)[:-14]]
+    if REAL_ITCH.exists():
+        streams.append(REAL_ITCH.read_bytes())
+    for data in streams:
+        ours = []
+        off = 0
+        while off < len(data):
+            n = int.from_bytes(data[off:off + 2], "big")
+            ours.append(naive_itch.parse_message(data[off + 2:off + 2 + n]))
+            off += 2 + n
+        for name, parse in parsers.items():
+            theirs = list(parse(data))
+            assert len(theirs) == len(ours), name
+            for rec, msg in zip(ours, theirs, strict=True):
+                t = as_bytes(msg.message_type)
+                assert t == naive_itch.TYPE_OF[type(rec)], name
+                got = (msg.stock_locate, msg.tracking_number, msg.timestamp) + tuple(
+                    as_bytes(getattr(msg, a)) for a in ITCHFEED_FIELDS[t.decode()])
+                assert got == tuple(rec), (name, rec, msg)
+
+
+def test_zero_length_and_mismatch_rejected_where_itchfeed_is_silent() -> None:
+    """Records itchfeed would mis-frame (it reads a 1-byte length) are clear errors here."""
+    data = GOOD + b"\x01\x00" + b"z" * 256
+    assert assert_twins_agree_on(data)[2] is None  # a long unknown type: skipped, counted
+    _, counts, _ = assert_twins_agree_on(data)
+    assert counts.get("z") == 1
+
+
+@pytest.mark.parametrize("damage", ["cut", "corrupt"])
+def test_gzip_damage_delivers_everything_before(
+    impl: ModuleType, tmp_path: Path, damage: str
+) -> None:
+    """Damaged gzip: every record zlib could recover arrives, whatever the chunking."""
+    data = sample_day(20_000, seed=1)
+    z = gzip.compress(data)
+    path = tmp_path / "bad.gz"
+    path.write_bytes(z[: len(z) // 2] if damage == "cut" else corrupt_gzip(z))
+    results = [outcome_file(impl, path, chunk) for chunk in (1000, 4096, 1 << 20)]
+    assert len({r[1] for r in results}) == 1  # the same error at the same offset
+    assert len({repr(concat(r[0])) for r in results}) == 1  # the same records delivered
+    error = results[0][1]
+    assert error is not None
+    offset = int(error.split("@")[1].split(":")[0])
+    assert 0 < offset < len(data)
+    if damage == "cut":  # zlib recovered data[:offset] exactly: all its whole records arrive
+        assert error.startswith("bad_gzip@")
+        events, counts = concat(results[0][0])
+        scanned = naive_itch.scan(data[:offset])
+        assert (events, counts) == (scanned[0].tobytes(), scanned[1])
+        assert offset - scanned[2] < 60  # only the record cut by the damage is missing
