@@ -90,4 +90,19 @@ static_assert(offsetof(ItchEvent, side) == 43 && offsetof(ItchEvent, printable) 
 static_assert(offsetof(ItchEvent, stock) == 48);
 // --8<-- [end:event_record]
 
+// --8<-- [start:lobster_record]
+struct LobsterRecord {       // LOBSTER_DTYPE
+    std::int64_t time;       // nanoseconds after midnight
+    std::uint64_t order_id;
+    std::int64_t price;      // 1/10000 dollar; -1/0/1 on halt rows
+    std::uint32_t size;
+    std::uint8_t type;       // 1..7
+    std::int8_t direction;   // 1 buy, -1 sell
+    std::uint8_t pad_[2];
+};
+static_assert(sizeof(LobsterRecord) == 32);
+static_assert(offsetof(LobsterRecord, size) == 24 && offsetof(LobsterRecord, type) == 28 &&
+              offsetof(LobsterRecord, direction) == 29);
+// --8<-- [end:lobster_record]
+
 }  // namespace twinmatch

@@ -6,6 +6,8 @@ namespace nb = nanobind;
 
 void register_book(nb::module_& m);
 void register_itch(nb::module_& m);
+void register_pcap(nb::module_& m);
+void register_orders(nb::module_& m);
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -13,4 +15,6 @@ NB_MODULE(_native, m) {
     m.attr("BUILD_TYPE") = TWINMATCH_BUILD_TYPE;
     register_book(m);
     register_itch(m);
+    register_pcap(m);
+    register_orders(m);
 }

@@ -51,6 +51,29 @@ REJECT_DTYPE: Final = np.dtype(
 )
 # --8<-- [end:ops]
 
+# --8<-- [start:lobster]
+# LOBSTER message types (field "type").
+LOBSTER_SUBMIT: Final = 1          # new limit order -> OP_LIMIT
+LOBSTER_CANCEL: Final = 2          # partial cancel -> OP_REDUCE
+LOBSTER_DELETE: Final = 3          # total deletion -> OP_CANCEL
+LOBSTER_EXECUTE: Final = 4         # execution of a visible order -> OP_EXECUTE
+LOBSTER_HIDDEN: Final = 5          # execution of a hidden order: no book change
+LOBSTER_CROSS: Final = 6           # auction cross trade: no book change
+LOBSTER_HALT: Final = 7            # trading halt (price -1 halt, 0 resume, 1 quoting)
+
+# One LOBSTER message-file row. time is int64 nanoseconds after midnight, parsed exactly
+# from the decimal seconds of the file (no float rounding); price is signed because halt
+# rows carry -1; direction is 1 buy, -1 sell, as in the file.
+LOBSTER_DTYPE: Final = np.dtype(
+    {
+        "names": ["time", "order_id", "price", "size", "type", "direction"],
+        "formats": ["<i8", "<u8", "<i8", "<u4", "u1", "i1"],
+        "offsets": [0, 8, 16, 24, 28, 29],
+        "itemsize": 32,
+    }
+)
+# --8<-- [end:lobster]
+
 # --8<-- [start:reasons]
 # Reject reason codes: the number in a REJECT_DTYPE record and the name the
 # single-op API puts in OrderRejected.reason. Code 0 is never used.

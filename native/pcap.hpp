@@ -1,0 +1,239 @@
+// Off the wire, the optimized twin: classic PCAP -> Ethernet [802.1Q] -> IPv4 -> UDP ->
+// MoldUDP64, read in place from a read-only buffer. Every length field is checked against
+// the bytes that are really there before anything is read behind it, so no input can make
+// this read out of bounds. Decisions (what is counted, what raises) are the naive twin's;
+// see naive/pcap.py's docstring.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace twinmatch::pcap {
+
+// Big-endian loads (network byte order). memcpy into a local is how C++ reads an
+// unaligned integer without undefined behaviour; the compiler turns it into one load.
+inline std::uint16_t be16(const std::uint8_t* p) {
+    std::uint16_t v;
+    std::memcpy(&v, p, 2);
+    return __builtin_bswap16(v);
+}
+inline std::uint32_t be32(const std::uint8_t* p) {
+    std::uint32_t v;
+    std::memcpy(&v, p, 4);
+    return __builtin_bswap32(v);
+}
+inline std::uint64_t be64(const std::uint8_t* p) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    return __builtin_bswap64(v);
+}
+inline std::uint32_t le32(const std::uint8_t* p) {
+    std::uint32_t v;
+    std::memcpy(&v, p, 4);
+    return v;  // the machines we build for are little-endian
+}
+
+constexpr std::size_t kGlobalHeader = 24;
+constexpr std::size_t kRecordHeader = 16;
+constexpr std::size_t kMoldHeader = 20;
+constexpr std::uint16_t kEndOfSession = 0xFFFF;
+constexpr std::uint64_t kU64Max = ~std::uint64_t{0};
+
+// The statistics; names and order match STAT_KEYS in naive/pcap.py.
+struct Stats {
+    std::uint64_t nanosecond = 0, big_endian = 0, snaplen = 0, packets = 0, truncated = 0,
+                  non_ipv4 = 0, non_udp = 0, ipv4_fragments = 0, malformed = 0,
+                  not_moldudp64 = 0, bad_moldudp64 = 0, moldudp64 = 0, unsequenced = 0,
+                  heartbeats = 0, end_of_session = 0, messages = 0, gaps = 0, gap_messages = 0,
+                  first_gap_seq = 0, duplicate_packets = 0, duplicate_messages = 0,
+                  session_changes = 0, next_seq = 0;
+    char session[10] = {};
+};
+
+enum class Error : std::uint8_t { None = 0, BadMagic = 1, BadLinkType = 2 };
+
+// Adds without wrapping: a counter of missing messages stops at 2**64 - 1 (both twins).
+inline std::uint64_t sat_add(std::uint64_t a, std::uint64_t b) {
+    return a > kU64Max - b ? kU64Max : a + b;
+}
+
+class Scanner {
+public:
+    Stats stats;
+    Error error = Error::None;
+    std::uint32_t error_value = 0;  // the bad magic or link type
+    bool header_done = false;
+    bool big_endian = false;
+    std::uint64_t offset = 0;       // file offset of the first byte not yet consumed
+
+    // Consume every whole record at the start of buf[0, n) and append the MoldUDP64 message
+    // blocks of new messages to out (which must hold n bytes: the blocks are a subset of
+    // the input). Returns the bytes consumed; on a header error returns 0 and sets error.
+    std::size_t feed(const std::uint8_t* buf, std::size_t n, std::uint8_t* out,
+                     std::size_t& out_len) {
+        out_len = 0;
+        std::size_t pos = 0;
+        if (!header_done) {
+            if (n < kGlobalHeader) return 0;
+            if (!parse_global_header(buf)) return 0;
+            pos = kGlobalHeader;
+        }
+        while (n - pos >= kRecordHeader) {
+            const std::uint8_t* rec = buf + pos;
+            const std::uint32_t incl_len = u32(rec + 8);
+            const std::uint32_t orig_len = u32(rec + 12);
+            if (n - pos - kRecordHeader < incl_len) break;  // the body is not all here yet
+            packet(rec + kRecordHeader, incl_len, incl_len < orig_len, out, out_len);
+            pos += kRecordHeader + incl_len;
+        }
+        offset += pos;
+        return pos;
+    }
+
+private:
+    bool have_session_ = false;
+    bool have_expected_ = false;
+    std::uint64_t expected_ = 0;  // next sequence number we expect
+
+    std::uint32_t u32(const std::uint8_t* p) const { return big_endian ? be32(p) : le32(p); }
+
+    // --8<-- [start:pcap_header]
+    bool parse_global_header(const std::uint8_t* p) {
+        const std::uint32_t magic = le32(p);
+        switch (magic) {  // read little-endian; the swapped spellings mean a big-endian file
+            case 0xA1B2C3D4: stats.nanosecond = 0; big_endian = false; break;
+            case 0xA1B23C4D: stats.nanosecond = 1; big_endian = false; break;
+            case 0xD4C3B2A1: stats.nanosecond = 0; big_endian = true; break;
+            case 0x4D3CB2A1: stats.nanosecond = 1; big_endian = true; break;
+            default: error = Error::BadMagic; error_value = magic; return false;
+        }
+        stats.big_endian = big_endian;
+        stats.snaplen = u32(p + 16);
+        const std::uint32_t linktype = u32(p + 20) & 0xFFFF;
+        if (linktype != 1) {  // only Ethernet
+            error = Error::BadLinkType;
+            error_value = linktype;
+            return false;
+        }
+        header_done = true;
+        return true;
+    }
+    // --8<-- [end:pcap_header]
+
+    void packet(const std::uint8_t* frame, std::size_t len, bool cut, std::uint8_t* out,
+                std::size_t& out_len) {
+        ++stats.packets;
+        if (cut) {
+            ++stats.truncated;
+            return;
+        }
+        // --8<-- [start:vlan]
+        if (len < 14) { ++stats.malformed; return; }
+        std::size_t pos = 12;
+        std::uint16_t ethertype = be16(frame + pos);
+        while (ethertype == 0x8100 || ethertype == 0x88A8) {  // 802.1Q / 802.1ad tag
+            pos += 4;                                         // skip TPID + TCI
+            if (len < pos + 2) { ++stats.malformed; return; }
+            ethertype = be16(frame + pos);
+        }
+        if (ethertype != 0x0800) { ++stats.non_ipv4; return; }
+        const std::uint8_t* ip = frame + pos + 2;
+        const std::size_t ip_avail = len - pos - 2;
+        // --8<-- [end:vlan]
+        // --8<-- [start:ipv4]
+        if (ip_avail < 20) { ++stats.malformed; return; }
+        const std::size_t header_len = std::size_t{ip[0] & 0x0Fu} * 4;  // IHL in 32-bit words
+        const std::size_t total_len = be16(ip + 2);
+        if ((ip[0] >> 4) != 4 || header_len < 20 || total_len < header_len ||
+            total_len > ip_avail) {
+            ++stats.malformed;
+            return;
+        }
+        if (be16(ip + 6) & 0x3FFF) { ++stats.ipv4_fragments; return; }  // MF or offset
+        if (ip[9] != 17) { ++stats.non_udp; return; }
+        const std::uint8_t* udp = ip + header_len;
+        const std::size_t udp_avail = total_len - header_len;  // bounded by IP, not the frame
+        if (udp_avail < 8) { ++stats.malformed; return; }
+        const std::size_t udp_len = be16(udp + 4);
+        if (udp_len < 8 || udp_len > udp_avail) { ++stats.malformed; return; }
+        // --8<-- [end:ipv4]
+        mold(udp + 8, udp_len - 8, out, out_len);
+    }
+
+    void gap_check(std::uint64_t seq) {
+        if (have_expected_ && seq > expected_) {
+            if (stats.gaps == 0) stats.first_gap_seq = expected_;
+            ++stats.gaps;
+            stats.gap_messages = sat_add(stats.gap_messages, seq - expected_);
+        }
+    }
+
+    // --8<-- [start:mold_seq]
+    void mold(const std::uint8_t* p, std::size_t len, std::uint8_t* out, std::size_t& out_len) {
+        if (len < kMoldHeader) { ++stats.not_moldudp64; return; }
+        const std::uint64_t seq = be64(p + 10);
+        const std::uint16_t count = be16(p + 18);
+        const bool no_blocks = count == 0 || count == kEndOfSession;
+        // Walk the blocks once to check they all fit; remember where block `skip` starts
+        // later, once we know skip. A packet whose last sequence number would pass 2**64-1
+        // is not a valid MoldUDP64 packet either.
+        std::size_t end = kMoldHeader;
+        if (!no_blocks) {
+            if (seq > kU64Max - count) { ++stats.bad_moldudp64; return; }
+            for (std::uint32_t i = 0; i < count; ++i) {
+                if (len - end < 2) { ++stats.bad_moldudp64; return; }
+                const std::size_t block = 2 + std::size_t{be16(p + end)};
+                if (len - end < block) { ++stats.bad_moldudp64; return; }
+                end += block;
+            }
+        }
+        ++stats.moldudp64;
+        if (!have_session_) {
+            std::memcpy(stats.session, p, 10);
+            have_session_ = true;
+        } else if (std::memcmp(stats.session, p, 10) != 0) {
+            ++stats.session_changes;  // a new session restarts sequence tracking
+            std::memcpy(stats.session, p, 10);
+            have_expected_ = false;
+            stats.next_seq = 0;
+        }
+        std::uint32_t skip = 0;
+        if (seq == 0) {
+            ++stats.unsequenced;  // a sanitized capture: deliver, nothing to track
+        } else if (no_blocks) {   // heartbeat / end of session: seq = next expected
+            if (count == 0) ++stats.heartbeats; else ++stats.end_of_session;
+            gap_check(seq);
+            if (!have_expected_ || seq > expected_) {
+                expected_ = seq;
+                have_expected_ = true;
+                stats.next_seq = seq;
+            }
+            return;
+        } else {
+            gap_check(seq);
+            if (!have_expected_ || seq > expected_) {
+                expected_ = seq;
+                have_expected_ = true;
+            }
+            const std::uint64_t seen = expected_ - seq;  // messages already delivered
+            if (seen >= count) {
+                ++stats.duplicate_packets;
+                stats.duplicate_messages += count;
+                return;
+            }
+            skip = static_cast<std::uint32_t>(seen);
+            stats.duplicate_messages += skip;
+            expected_ = seq + count;
+            stats.next_seq = expected_;
+        }
+        if (no_blocks) return;  // an unsequenced heartbeat carries nothing
+        std::size_t start = kMoldHeader;
+        for (std::uint32_t i = 0; i < skip; ++i) start += 2 + std::size_t{be16(p + start)};
+        std::memcpy(out + out_len, p + start, end - start);
+        out_len += end - start;
+        stats.messages += count - skip;
+    }
+    // --8<-- [end:mold_seq]
+};
+
+}  // namespace twinmatch::pcap
