@@ -51,9 +51,12 @@ CHUNK_BYTES: Final = 8 << 20
 
 # The PCAP: one MoldUDP64 session; a packet holds the messages of up to PCAP_WINDOW_NS
 # (and at most an Ethernet MTU's worth); a heartbeat after each idle second; packet times
-# are PCAP_EPOCH_S (2024-01-02 00:00:00 UTC) plus the ITCH timestamp.
+# are PCAP_EPOCH_S (2024-01-02 00:00:00 UTC) plus the ITCH timestamp of the packet's last
+# message. A synthetic day is far sparser than a real one (10 million messages where
+# NASDAQ sends hundreds of millions), so a real feed's bursts are modelled by batching a
+# second's worth of messages: a 10M-message day fills packets to the MTU.
 PCAP_SESSION: Final = "TWINMATCH1"
-PCAP_WINDOW_NS: Final = 100_000_000
+PCAP_WINDOW_NS: Final = 1_000_000_000
 HEARTBEAT_NS: Final = 1_000_000_000
 PCAP_EPOCH_S: Final = 1_704_153_600
 
