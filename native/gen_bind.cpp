@@ -2,9 +2,11 @@
 // Each call works on a whole chunk (megabytes of messages) with the GIL released, so a
 // Python loop over chunks costs nothing next to the generation itself.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/string.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -62,7 +64,7 @@ void register_gen(nb::module_& m) {
                 return to_bytes(out);
             },
             nb::arg("min_bytes"),
-            "Whole framed messages, at least min_bytes of them unless the day ends; "
+            "Whole framed messages, at least min_bytes unless the day ends; "
             "b'' once it has ended.")
         .def_prop_ro("done", &Simulator::done)
         .def_prop_ro("emitted", &Simulator::emitted)
@@ -70,10 +72,10 @@ void register_gen(nb::module_& m) {
         .def(
             "counts",
             [](const Simulator& self) {
-                nb::dict d;
+                std::map<std::string, std::uint64_t> d;
                 const auto& c = self.counts();
                 for (int t = 0; t < 256; ++t)
-                    if (c[t]) d[nb::str(std::string(1, static_cast<char>(t)).c_str())] = c[t];
+                    if (c[t]) d[std::string(1, static_cast<char>(t))] = c[t];
                 return d;
             },
             "Messages written so far, by type character.")

@@ -2,9 +2,11 @@
 
 from collections.abc import Iterator
 import enum
+from typing import Annotated
 
 import numpy
 import numpy.typing
+from numpy.typing import NDArray
 
 
 COMPILER: str
@@ -185,3 +187,118 @@ class MapBook:
 
 def layout_info() -> dict[str, int]:
     """Sizes of the book's building blocks, for the chapter's layout table."""
+
+def itch_scan(buffer: object) -> tuple:
+    """
+    Decode the whole ITCH records at the start of a bytes-like buffer (GIL released).
+    """
+
+def itch_sum_bytes(buffer: object) -> int:
+    """
+    Sum a buffer as 8-byte words: one plain sequential read, the bandwidth ceiling.
+    """
+
+ITCH_LENGTHS: list = ...
+
+ITCH_EVENT_SIZE: int = 56
+
+def itch_release_pool() -> None:
+    """Free the recycled output blocks the ITCH decoder keeps (at most two)."""
+
+class PcapScanner:
+    """Classic PCAP -> MoldUDP64 message blocks, by chunks"""
+
+    def __init__(self) -> None: ...
+
+    def feed(self, buffer: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)]) -> tuple[Annotated[NDArray[numpy.uint8], dict(shape=(None,))], int]:
+        """
+        Consume whole records; return (framed message blocks as uint8 array, bytes used)
+        """
+
+    def stats(self) -> dict[str, int | str]: ...
+
+    @property
+    def header_done(self) -> bool: ...
+
+    @property
+    def big_endian(self) -> bool: ...
+
+    @property
+    def offset(self) -> int: ...
+
+    @property
+    def error(self) -> int: ...
+
+    @property
+    def error_value(self) -> int: ...
+
+def parse_csv(data: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], out: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu')]) -> tuple[int, int, int, int, int]:
+    """
+    CSV orders -> OPS_DTYPE records in out; (count, problem, line, field, nfields)
+    """
+
+def parse_lobster(data: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], out: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu')]) -> tuple[int, int, int, int, int]:
+    """
+    LOBSTER messages -> LOBSTER_DTYPE records in out; (count, problem, line, field, nfields)
+    """
+
+def lobster_to_ops(messages: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], out: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu')]) -> tuple[int, int, int, int, int]:
+    """
+    LOBSTER_DTYPE bytes -> OPS_DTYPE bytes; (count, hidden, cross, halt, other)
+    """
+
+class GenSimulator:
+    """The exchange simulator of twinmatch.gen: a day of ITCH messages."""
+
+    def __init__(self, seed: int, messages: int, symbols: int, flow: bool) -> None: ...
+
+    def next_chunk(self, min_bytes: int) -> bytes:
+        """
+        Whole framed messages, at least min_bytes unless the day ends; b'' once it has ended.
+        """
+
+    @property
+    def done(self) -> bool: ...
+
+    @property
+    def emitted(self) -> int: ...
+
+    @property
+    def live_orders(self) -> int: ...
+
+    def counts(self) -> dict[str, int]:
+        """Messages written so far, by type character."""
+
+    def books_csv(self) -> bytes:
+        """The books CSV of the simulator's books as they stand now."""
+
+    @staticmethod
+    def minimum_messages(symbols: int) -> int: ...
+
+class GenPcapWriter:
+    """Packs framed ITCH messages into a MoldUDP64 pcap."""
+
+    def __init__(self, session: str, window_ns: int, heartbeat_ns: int, epoch_s: int) -> None: ...
+
+    @staticmethod
+    def global_header() -> bytes: ...
+
+    def feed(self, buffer: object) -> bytes:
+        """Whole framed messages in; the pcap records of finished packets out."""
+
+    def finish(self) -> bytes:
+        """The last packet and the end-of-session packet."""
+
+    @property
+    def packets(self) -> int: ...
+
+    @property
+    def heartbeats(self) -> int: ...
+
+    @property
+    def next_seq(self) -> int: ...
+
+GEN_MESSAGES_CSV_HEADER: str
+
+def gen_messages_csv(buffer: object) -> bytes:
+    """Framed ITCH messages -> CSV rows (no header), one per message."""

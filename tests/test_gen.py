@@ -412,12 +412,12 @@ def test_itch_flow_replays_on_a_matching_engine(flow_day: tuple[bytes, bytes]) -
         assert (int(found[0]), found[1], found[2]) == (
             0 if side == "B" else 1, int(price), int(shares))
     # queue order: the engine's levels hold the same number of orders as the CSV's
-    for loc, book in books.items():
+    for locate, book in books.items():
         for side_code, letter in ((0, "B"), (1, "S")):
             depth = sorted((p, q, n) for p, q, n in book.depth(Side(side_code), 10**9))
             mine: dict[int, list[int]] = {}
             for r in rows:
-                if int(r[0]) == loc and r[2] == letter:
+                if int(r[0]) == locate and r[2] == letter:
                     mine.setdefault(int(r[3]), []).append(int(r[6]))
             assert depth == sorted((p, sum(q), len(q)) for p, q in mine.items())
 
