@@ -57,7 +57,7 @@ public:
     }
     // A number in [0, n) (n > 0) by multiply-and-shift (Lemire): no division, no loop.
     std::uint64_t below(std::uint64_t n) {
-        return static_cast<std::uint64_t>((static_cast<unsigned __int128>(next()) * n) >> 64);
+        return static_cast<std::uint64_t>((static_cast<U128>(next()) * n) >> 64);
     }
     // True with probability per_million / 1e6.
     bool chance(std::uint32_t per_million) { return below(1'000'000) < per_million; }
@@ -71,6 +71,7 @@ public:
     double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
 
 private:
+    __extension__ typedef unsigned __int128 U128;  // GCC/Clang's 128-bit integer
     static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
     std::uint64_t s_[4]{};
 };

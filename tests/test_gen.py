@@ -476,3 +476,15 @@ def test_cli_gen_flow(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "o.csv" in out and "o.itch" in out and "o.books.csv" in out
     assert (tmp_path / "o.csv").read_text().startswith("order_id,price,quantity,side\n")
     assert sum(1 for _ in frames((tmp_path / "o.itch").read_bytes())) == 500 + 6 + 10
+
+
+def test_converters_reject_cut_messages() -> None:
+    raw, _ = gen.market_day_bytes(500, 5, 1)
+    with pytest.raises(ValueError, match="cut short at byte 0"):
+        gen.messages_csv(raw[:1])
+    with pytest.raises(ValueError, match="cut short"):
+        gen.messages_csv(raw[:-1])
+    with pytest.raises(ValueError, match="cut short"):
+        gen.pcap_from_itch(raw[:-3])
+    with pytest.raises(ValueError, match="'A' too short"):
+        gen.messages_csv(b"\x00\x0bA" + bytes(10))
