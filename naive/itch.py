@@ -11,7 +11,7 @@ the rest of twinmatch replays. ``optimized.itch`` has the same API, in C++.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, NamedTuple
 
@@ -307,8 +307,11 @@ FORMATS: Final[dict[bytes, tuple[str, type[Record]]]] = {
     b"O": (">cHH6s8scIIIQII", Dlcr),
 }
 STRUCTS: Final = {code: struct.Struct(fmt) for code, (fmt, _) in FORMATS.items()}
-CLASSES: Final = {code: cls for code, (_, cls) in FORMATS.items()}
-TYPE_OF: Final = {cls: code for code, cls in CLASSES.items()}
+# Record class by type byte string (a Callable: each class takes its own field types).
+CLASSES: Final[dict[bytes, Callable[..., Record]]] = {
+    code: cls for code, (_, cls) in FORMATS.items()
+}
+TYPE_OF: Final[dict[type, bytes]] = {cls: code for code, (_, cls) in FORMATS.items()}
 # Message length by type byte (the number, as decode sees it): S -> 12, A -> 36, ...
 LENGTHS: Final[dict[int, int]] = {code[0]: s.size for code, s in STRUCTS.items()}
 # --8<-- [end:formats]

@@ -77,12 +77,11 @@ def decode(buffer: bytes | memoryview | mmap.mmap | np.ndarray) -> Batch:
     events, counts, consumed, error = scan(buffer)
     if error is not None:
         raise error
-    with memoryview(buffer) as mv:
-        size = mv.nbytes
-        if consumed != size:
-            err = tail_error(mv.cast("B"), consumed, 0)
-            err.events, err.counts = events, counts
-            raise err
+    raw = np.frombuffer(buffer, dtype=np.uint8)  # a view, to find the size and the tail
+    if consumed != raw.size:
+        err = tail_error(raw[consumed:].tobytes(), 0, consumed)
+        err.events, err.counts = events, counts
+        raise err
     return events, counts
 
 

@@ -43,6 +43,12 @@ TARGETS: tuple[Target, ...] = (
     Target("chapter 1", "C++ add+cancel flat: 100,000 levels within 1.5x of 100 levels",
            "book-depth", ("depth100/optimized-cpp",), ("depth100000/optimized-cpp",), 1.5,
            at_most=True, metric="cpp_ns_per_op"),
+    Target("chapter 3", "ITCH decode: optimized >= 50x naive (generated day, in memory)",
+           "itch", ("day/optimized",), ("day/naive",), 50.0),
+    Target("chapter 3", "ITCH decode: optimized >= 20x itchfeed's C++ backend",
+           "itch", ("day/optimized",), ("day/itchcpp",), 20.0),
+    Target("chapter 3", "ITCH decode: optimized bytes/s >= 30% of a plain sequential read",
+           "itch", ("day/optimized",), ("day/sum_bytes",), 0.3),
 )
 
 

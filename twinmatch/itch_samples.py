@@ -12,7 +12,7 @@ import random
 import struct
 from typing import Final
 
-from naive.itch import CLASSES, STRUCTS, Record, frame
+from naive.itch import CLASSES, STRUCTS, Record, StockDirectory, frame
 
 __all__ = ["DAY_MIX", "random_record", "random_stream", "sample_day"]
 
@@ -72,7 +72,9 @@ def sample_day(n: int, seed: int = 1, symbols: int = 500) -> bytes:
     names = [f"S{i:04d}".encode().ljust(8) for i in range(symbols)]
     out = [frame(CLASSES[b"S"](0, 0, 3 * 3600 * 10**9, b"O"))]
     for loc, name in enumerate(names, 1):
-        out.append(frame(random_record(rng, "R")._replace(locate=loc, stock=name)))
+        directory = random_record(rng, "R")
+        assert isinstance(directory, StockDirectory)
+        out.append(frame(directory._replace(locate=loc, tracking=0, stock=name)))
     t = 4 * 3600 * 10**9
     live: list[tuple[int, int, bytes]] = []  # (ref, locate, stock) of resting orders
     next_ref = 1

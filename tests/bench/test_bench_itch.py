@@ -1,0 +1,114 @@
+"""Chapter 3 benchmarks: decoding one generated ITCH day held in memory (group "itch").
+
+Every benchmark decodes the same bytes-like buffer (``sample_day``: N messages with a
+NASDAQ-like mix, N = TWINMATCH_BENCH_ITCH_N, default 1,000,000, about 31 bytes a message)
+and first checks its result against the naive twin. What each one includes:
+
+* naive      naive.itch.decode: struct per message -> NamedTuple -> row tuple, np arrays.
+* numpy      naive.itch_numpy.decode: Python framing walk + big-endian dtype views per type.
+* optimized  optimized.itch.decode: C++ over the buffer in place, GIL released, plus the
+             Python face (dtype view, counts dict). Output blocks are recycled between calls
+             (see native/itch_bind.cpp), so a steady stream of batches writes warm memory.
+* itchfeed   itchfeed's pure-Python MessageParser.parse_stream, one object per message.
+* itchcpp    itchfeed's C++ backend (itchcpp), same API: still one Python object a message.
+* sum_bytes  the bandwidth ceiling: one C++ pass summing the buffer as 8-byte words.
+
+None includes file I/O or decompression: the buffer is already in memory.
+``extra_info`` carries bytes and messages so scripts can compute throughput and ratios.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import naive.itch as naive_itch
+import naive.itch_numpy as itch_numpy
+import optimized.itch as optimized_itch
+from twinmatch.itch_samples import sample_day
+
+from tests.bench.conftest import SMALL
+
+N = int(os.environ.get("TWINMATCH_BENCH_ITCH_N", "20000" if SMALL else "1000000"))
+INCLUDES = {
+    "naive": "decode from memory: struct per message, NamedTuples, numpy arrays at the end",
+    "numpy": "decode from memory: Python framing walk + big-endian numpy views per type",
+    "optimized": "decode from memory: C++ loop (GIL released) + the Python face",
+    "itchfeed": "parse from memory: one Python object per message (pure Python)",
+    "itchcpp": "parse from memory: one Python object per message (C++ backend)",
+    "sum_bytes": "one C++ pass summing the buffer: the memory-bandwidth ceiling",
+}
+SLOW = {"naive", "numpy", "itchfeed", "itchcpp"}  # a few rounds are enough for these
+
+
+@pytest.fixture(scope="module")
+def day() -> bytes:
+    return sample_day(N, seed=1)
+
+
+@pytest.fixture(scope="module")
+def expected(day: bytes) -> tuple[np.ndarray, dict[str, int]]:
+    return naive_itch.decode(day)
+
+
+def itchfeed_parser(kind: str) -> Callable[[bytes], Any]:
+    if kind == "itchcpp":
+        itchcpp = pytest.importorskip("itchcpp")
+        return itchcpp.MessageParser().parse_stream  # type: ignore[no-any-return]
+    os.environ.setdefault("ITCH_NO_CPP", "1")  # effective only if itch is not imported yet
+    itch = pytest.importorskip("itch")
+    import itch.parser as itch_parser
+
+    if itch.USING_CPP_BACKEND:
+        pytest.skip("itch was imported with its C++ backend; run alone for pure itchfeed")
+    return itch_parser.MessageParser().parse_stream  # type: ignore[no-any-return]
+
+
+def check_itchfeed(messages: list[Any], expected: tuple[np.ndarray, dict[str, int]]) -> None:
+    events, counts = expected
+    assert len(messages) == sum(counts.values())
+    adds = [m.order_reference_number for m in messages if m.message_type in (b"A", "A")]
+    mask = events["type"] == ord("A")
+    assert adds == events["order_ref"][mask].tolist()
+
+
+@pytest.mark.benchmark(group="itch")
+@pytest.mark.parametrize(
+    "impl", ["naive", "numpy", "optimized", "itchfeed", "itchcpp", "sum_bytes"])
+def test_bench_itch_decode(
+    benchmark: Any, impl: str, day: bytes, expected: tuple[np.ndarray, dict[str, int]]
+) -> None:
+    benchmark.extra_info.update(bytes=len(day), messages=N, impl=impl, ops=N, workload="day",
+                                includes=INCLUDES[impl])
+    run: Callable[[], object]
+    if impl in ("naive", "numpy", "optimized"):
+        mod = {"naive": naive_itch, "numpy": itch_numpy, "optimized": optimized_itch}[impl]
+
+        def run() -> object:
+            return mod.decode(day)
+
+        events, counts = mod.decode(day)
+        assert counts == expected[1] and events.tobytes() == expected[0].tobytes()
+    elif impl in ("itchfeed", "itchcpp"):
+        parse = itchfeed_parser(impl)
+
+        def run() -> object:
+            return list(parse(day))
+
+        check_itchfeed(list(parse(day)), expected)
+    else:
+        whole = len(day) // 8 * 8
+        want = int(np.frombuffer(day[:whole], "<u8").sum(dtype=np.uint64)) + sum(day[whole:])
+        assert optimized_itch.sum_bytes(day) == want % 2**64
+
+        def run() -> object:
+            return optimized_itch.sum_bytes(day)
+
+    if impl in SLOW:
+        benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=0)
+    else:
+        benchmark.pedantic(run, rounds=20, iterations=1, warmup_rounds=2)

@@ -1,0 +1,28 @@
+"""A short, bounded atheris run of tests/fuzz/fuzz_pcap.py inside the normal suite."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TARGET = Path(__file__).with_name("fuzz_pcap.py")
+
+
+def test_fuzz_pcap_short_run(tmp_path: Path) -> None:
+    pytest.importorskip("atheris")
+    seeds = tmp_path / "corpus"
+    seeds.mkdir()
+    from naive.pcap import frame_udp, moldudp64_packet, pcap_bytes
+
+    frames = [frame_udp(moldudp64_packet("S", 1, [b"A" * 36, b"D" * 19]), vlans=[7])]
+    (seeds / "pcap").write_bytes(b"\x01" + pcap_bytes(frames))
+    (seeds / "csv").write_bytes(b"\x02id,p,q,s\n1,100,5,0\n2,0,5,1\n")
+    (seeds / "lobster").write_bytes(b"\x0334200.5,1,10,100,1500000,1\n34201,7,0,0,-1,-1\n")
+    result = subprocess.run(
+        [sys.executable, str(TARGET), "-runs=3000", "-max_total_time=40", str(seeds)],
+        capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
