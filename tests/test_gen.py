@@ -337,6 +337,13 @@ def test_written_files_agree(tmp_path: Path, day: tuple[bytes, bytes]) -> None:
     assert gzip.decompress((tmp_path / "d.itch.gz").read_bytes()) == raw
     assert (tmp_path / "d.pcap").read_bytes() == gen.pcap_from_itch(raw)
     assert result.messages == MESSAGES and result.counts["R"] == SYMBOLS
+    for twin in ("naive", "optimized"):  # the decoders' own file readers agree
+        itch, pcap = _module(f"{twin}.itch"), _module(f"{twin}.pcap")
+        for reader, path in ((itch.read_file, "d.itch.gz"), (pcap.read_file, "d.pcap")):
+            total: Counter[str] = Counter()
+            for _events, counts in reader(tmp_path / path):
+                total.update(counts)
+            assert dict(total) == result.counts, (twin, path)
     again = tmp_path / "again"
     gen.write_market_day(again, MESSAGES, SYMBOLS, SEED, ["gz"], name="d")
     assert (again / "d.itch.gz").read_bytes() == (tmp_path / "d.itch.gz").read_bytes()
