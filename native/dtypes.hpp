@@ -89,6 +89,7 @@ static_assert(offsetof(ItchEvent, locate) == 40 && offsetof(ItchEvent, type) == 
 static_assert(offsetof(ItchEvent, side) == 43 && offsetof(ItchEvent, printable) == 44);
 static_assert(offsetof(ItchEvent, stock) == 48);
 // --8<-- [end:event_record]
+
 // --8<-- [start:lobster_record]
 struct LobsterRecord {       // LOBSTER_DTYPE
     std::int64_t time;       // nanoseconds after midnight

@@ -8,6 +8,7 @@ void register_book(nb::module_& m);
 void register_itch(nb::module_& m);
 void register_pcap(nb::module_& m);
 void register_orders(nb::module_& m);
+void register_gen(nb::module_& m);
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -17,4 +18,5 @@ NB_MODULE(_native, m) {
     register_itch(m);
     register_pcap(m);
     register_orders(m);
+    register_gen(m);
 }

@@ -6,11 +6,13 @@ import argparse
 import platform
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from twinmatch.flow import cached_order_flow
+from twinmatch.gen import FORMATS, GenResult, write_csv_flow, write_itch_flow, write_market_day
 
 Runner = Callable[[Any, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -76,6 +78,39 @@ def demo(args: argparse.Namespace) -> int:
     return 0 if identical else 1
 
 
+def _report(what: str, result: GenResult) -> None:
+    counts = " ".join(f"{k}={v:,}" for k, v in sorted(result.counts.items()))
+    print(f"twinmatch gen {what}: {result.messages:,} messages in {result.seconds:.1f} s "
+          f"({result.messages / max(result.seconds, 1e-9):,.0f} messages/s, generation and "
+          f"writing every file)")
+    print(f"by type: {counts}")
+    if result.live_orders:
+        print(f"resting orders at the end: {result.live_orders:,}")
+    if result.packets:
+        print(f"pcap: {result.packets:,} MoldUDP64 packets, {result.heartbeats:,} heartbeats")
+    for path in result.paths:
+        print(f"wrote {path} ({path.stat().st_size:,} bytes)")
+
+
+def gen_market(args: argparse.Namespace) -> int:
+    """A market-data day: ITCH the simulated exchange publishes, plus its final books."""
+    formats = list(FORMATS) if args.format == "all" else [args.format]
+    result = write_market_day(args.out, args.messages, args.symbols, args.seed, formats,
+                              args.name, args.gzip_level)
+    _report("market", result)
+    return 0
+
+
+def gen_flow(args: argparse.Namespace) -> int:
+    """Order flow for a matching engine: CSV (one symbol) or ITCH (many symbols)."""
+    if args.format == "csv":
+        result = write_csv_flow(args.out, args.orders, args.seed)
+    else:
+        result = write_itch_flow(args.out, args.orders, args.symbols, args.seed)
+    _report("flow", result)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="twinmatch", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -83,6 +118,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ops", type=int, default=1_000_000, help="number of operations")
     p.add_argument("--seed", type=int, default=2026)
     p.set_defaults(func=demo)
+
+    gen = sub.add_parser("gen", help="write synthetic feeds, reproducible from a seed")
+    gen_sub = gen.add_subparsers(dest="feed", required=True)
+    m = gen_sub.add_parser("market", help="a market-data day (ITCH) and its final books")
+    m.add_argument("--messages", type=int, default=1_000_000,
+                   help="exact number of messages in the day")
+    m.add_argument("--symbols", type=int, default=500)
+    m.add_argument("--seed", type=int, default=1)
+    m.add_argument("--out", type=Path, required=True, help="output directory")
+    m.add_argument("--name", default="day", help="file stem: NAME.itch, NAME.books.csv, ...")
+    m.add_argument("--format", choices=[*FORMATS, "all"], default="itch")
+    m.add_argument("--gzip-level", type=int, default=1, choices=range(1, 10), metavar="1-9",
+                   help="1 (default) is fast; 6 is gzip's default, ~4x slower, ~10%% smaller")
+    m.set_defaults(func=gen_market)
+    f = gen_sub.add_parser("flow", help="incoming orders for a matching engine")
+    f.add_argument("--orders", type=int, default=1_000_000)
+    f.add_argument("--seed", type=int, default=1)
+    f.add_argument("--out", type=Path, required=True, help="output file")
+    f.add_argument("--format", choices=["csv", "itch"], default="csv",
+                   help="csv: one symbol, order_id,price,quantity,side; itch: many symbols")
+    f.add_argument("--symbols", type=int, default=500, help="itch only")
+    f.set_defaults(func=gen_flow)
     return parser
 
 

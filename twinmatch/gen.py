@@ -1,0 +1,358 @@
+"""Synthetic feeds, reproducible from a seed (``twinmatch gen market`` / ``twinmatch gen flow``).
+
+Two kinds of file, as DESIGN.md's "Feeds" describes:
+
+* a **market-data day**: the ITCH 5.0 feed a simulated exchange publishes about its own
+  matching. Every book message type (A F E C X D U P) plus S, R and H; many symbols with
+  Zipf popularity; prices clustered near the touch; cancels (X + D) outnumbering
+  executions (E + C) about 20 to 1; some replaces. Written as raw ITCH (NASDAQ's
+  BinaryFILE framing), gzip, a PCAP of MoldUDP64 packets and CSV, with the simulator's
+  final books beside it (``*.books.csv``, DESIGN.md's books CSV) so that a replay that
+  rebuilds the books can be checked exactly.
+* an **order-flow** file: the incoming orders of a matching engine. Either CSV orders
+  ``order_id,price,quantity,side`` for one symbol (from :mod:`twinmatch.flow`), or an ITCH
+  file for many symbols whose A adds may cross, with D cancels and U replaces (what
+  ``twinmatch replay --mode match`` feeds the engines), again with the expected books beside.
+
+The simulator is C++ (``native/gen.hpp``): generators are harness, not a twin, so there is
+no naive twin of it. A per-message Python loop could not write 10 million messages in well
+under a minute; Python here only moves multi-megabyte chunks between the simulator and
+the files.
+
+The day's clock (ns since midnight, ITCH timestamps strictly increasing): S 'O' at 03:00,
+the R (stock directory) messages, S 'S' at 04:00, one H ('T', trading) per symbol, S 'Q'
+at 09:30, then all order activity in market hours 09:30-16:00, S 'M' at 16:00, S 'E' at
+20:00 and S 'C' at 20:05. Locates are assigned from 1 in alphabetical order of the stock.
+Order references are unique and increase with their first appearance; match numbers
+increase across E, C and P.
+"""
+
+from __future__ import annotations
+
+import gzip
+import queue
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO, Final, Protocol
+
+import numpy as np
+
+from optimized import _native
+from twinmatch.dtypes import OP_CANCEL, OP_LIMIT, OP_MARKET
+from twinmatch.flow import FlowShape, order_flow
+
+FORMATS: Final = ("itch", "gz", "pcap", "csv")
+SUFFIX: Final = {"itch": ".itch", "gz": ".itch.gz", "pcap": ".pcap", "csv": ".csv"}
+BOOKS_SUFFIX: Final = ".books.csv"
+CHUNK_BYTES: Final = 8 << 20
+
+# The PCAP: one MoldUDP64 session; a packet holds the messages of up to PCAP_WINDOW_NS
+# (and at most an Ethernet MTU's worth); a heartbeat after each idle second; packet times
+# are PCAP_EPOCH_S (2024-01-02 00:00:00 UTC) plus the ITCH timestamp of the packet's last
+# message. A synthetic day is far sparser than a real one (10 million messages where
+# NASDAQ sends hundreds of millions), so a real feed's bursts are modelled by batching a
+# second's worth of messages: a 10M-message day fills packets to the MTU.
+PCAP_SESSION: Final = "TWINMATCH1"
+PCAP_WINDOW_NS: Final = 1_000_000_000
+HEARTBEAT_NS: Final = 1_000_000_000
+PCAP_EPOCH_S: Final = 1_704_153_600
+
+# CSV order flow has only three kinds of row (limit, market, cancel): the CSV convention
+# has no reduce, execute or replace, so the one-symbol flow is generated without them.
+CSV_FLOW_SHAPE: Final = FlowShape(reduce=0.0, execute=0.0, replace=0.0)
+
+
+@dataclass
+class GenResult:
+    """What a generator wrote: files, message counts by type, time taken."""
+
+    paths: list[Path]
+    messages: int
+    counts: dict[str, int] = field(default_factory=dict)
+    live_orders: int = 0
+    seconds: float = 0.0
+    packets: int = 0
+    heartbeats: int = 0
+
+
+# --8<-- [start:chunks]
+def simulate(
+    messages: int, symbols: int = 500, seed: int = 1, flow: bool = False,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> tuple[_native.GenSimulator, Iterator[bytes]]:
+    """The simulator and an iterator over the day as chunks of whole framed messages.
+
+    ``messages`` is the exact number of messages in the day (S R H included). After the
+    iterator is exhausted, ``sim.books_csv()`` gives the final books and ``sim.counts()``
+    the messages by type.
+    """
+    sim = _native.GenSimulator(seed=seed, messages=messages, symbols=symbols, flow=flow)
+
+    def chunks() -> Iterator[bytes]:
+        while chunk := sim.next_chunk(chunk_bytes):
+            yield chunk
+
+    return sim, chunks()
+# --8<-- [end:chunks]
+
+
+def market_day_bytes(
+    messages: int, symbols: int = 500, seed: int = 1, flow: bool = False
+) -> tuple[bytes, bytes]:
+    """A whole day in memory: (framed ITCH, books CSV). For tests and small days."""
+    sim, chunks = simulate(messages, symbols, seed, flow)
+    raw = b"".join(chunks)
+    return raw, sim.books_csv()
+
+
+def pcap_from_itch(raw: bytes | memoryview) -> bytes:
+    """The MoldUDP64 pcap of framed ITCH messages, in memory (see ``PcapSink``)."""
+    writer = _native.GenPcapWriter(PCAP_SESSION, PCAP_WINDOW_NS, HEARTBEAT_NS, PCAP_EPOCH_S)
+    return _native.GenPcapWriter.global_header() + writer.feed(raw) + writer.finish()
+
+
+def messages_csv(raw: bytes | memoryview) -> bytes:
+    """Framed ITCH messages as CSV text with its header (columns in ``MESSAGES_CSV_HEADER``)."""
+    return MESSAGES_CSV_HEADER.encode() + _native.gen_messages_csv(raw)
+
+
+# type,locate,tracking,timestamp,order_ref,new_order_ref,side,shares,price,match_number,
+# printable,stock,mpid: a field the message lacks is empty; side also holds S's event code
+# and H's trading state; prices in ITCH units (1/10,000 dollar).
+MESSAGES_CSV_HEADER: Final[str] = _native.GEN_MESSAGES_CSV_HEADER
+
+
+# ---- sinks: one per output format, each fed the same chunks -----------------------------
+
+
+class Sink(Protocol):
+    path: Path
+
+    def write(self, chunk: bytes) -> None: ...
+    def close(self) -> None: ...
+
+
+class RawSink:
+    """NASDAQ's BinaryFILE: the framed messages as they are."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._f: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed in close()
+
+    def write(self, chunk: bytes) -> None:
+        self._f.write(chunk)
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class GzipSink:
+    """The same bytes gzip-compressed, streamed; mtime 0 so the file is reproducible."""
+
+    def __init__(self, path: Path, level: int) -> None:
+        self.path = path
+        self._raw: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed in close()
+        self._gz = gzip.GzipFile(filename="", mode="wb", fileobj=self._raw,
+                                 compresslevel=level, mtime=0)
+
+    def write(self, chunk: bytes) -> None:
+        self._gz.write(chunk)
+
+    def close(self) -> None:
+        self._gz.close()
+        self._raw.close()
+
+
+class PcapSink:
+    """MoldUDP64 in Ethernet/IPv4/UDP in a nanosecond pcap, packed in C++ per chunk."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.writer = _native.GenPcapWriter(PCAP_SESSION, PCAP_WINDOW_NS, HEARTBEAT_NS,
+                                            PCAP_EPOCH_S)
+        self._f: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed in close()
+        self._f.write(_native.GenPcapWriter.global_header())
+
+    def write(self, chunk: bytes) -> None:
+        self._f.write(self.writer.feed(chunk))
+
+    def close(self) -> None:
+        self._f.write(self.writer.finish())
+        self._f.close()
+
+
+class CsvSink:
+    """One CSV row per message (see ``MESSAGES_CSV_HEADER``)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._f: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed in close()
+        self._f.write(MESSAGES_CSV_HEADER.encode())
+
+    def write(self, chunk: bytes) -> None:
+        self._f.write(_native.gen_messages_csv(chunk))
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class ThreadedSink:
+    """Runs another sink's writes on a worker thread, so that gzip compression (which
+    releases the GIL) overlaps with the simulator; a bounded queue keeps memory flat."""
+
+    def __init__(self, inner: Sink) -> None:
+        self.path = inner.path
+        self._inner = inner
+        self._queue: queue.Queue[bytes | None] = queue.Queue(maxsize=4)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name=f"gen-{inner.path.name}",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (chunk := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self._inner.write(chunk)
+                except BaseException as exc:  # re-raised in the caller's thread by close()
+                    self._error = exc
+
+    def write(self, chunk: bytes) -> None:
+        if self._error is not None:
+            raise self._error
+        self._queue.put(chunk)
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join()
+        self._inner.close()
+        if self._error is not None:
+            raise self._error
+
+
+def make_sink(fmt: str, path: Path, gzip_level: int) -> Sink:
+    if fmt == "itch":
+        return RawSink(path)
+    if fmt == "gz":
+        return ThreadedSink(GzipSink(path, gzip_level))
+    if fmt == "pcap":
+        return PcapSink(path)
+    if fmt == "csv":
+        return ThreadedSink(CsvSink(path))
+    raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+# --8<-- [start:write_day]
+def write_market_day(
+    out_dir: str | Path,
+    messages: int,
+    symbols: int = 500,
+    seed: int = 1,
+    formats: Sequence[str] = ("itch",),
+    name: str = "day",
+    gzip_level: int = 1,
+) -> GenResult:
+    """Write a market-data day in each format, plus ``<name>.books.csv`` (final books)."""
+    return _write_day(Path(out_dir), name, messages, symbols, seed, formats, gzip_level,
+                      flow=False)
+# --8<-- [end:write_day]
+
+
+def write_itch_flow(
+    path: str | Path, orders: int, symbols: int = 500, seed: int = 1
+) -> GenResult:
+    """Multi-symbol ITCH order flow: ``orders`` A/D/U messages after the S/R/H header.
+
+    The A adds may cross; a matching engine executing the file ends with the books in
+    ``<stem>.books.csv`` beside it (price-time priority, as DESIGN.md's book semantics).
+    """
+    path = Path(path)
+    messages = orders + int(_native.GenSimulator.minimum_messages(symbols))
+    name = path.name.removesuffix(".itch")
+    result = _write_day(path.parent, name, messages, symbols, seed, ("itch",), 6, flow=True)
+    if path.suffix != ".itch":  # the caller chose a name without .itch: honour it
+        result.paths[0].replace(path)
+        result.paths[0] = path
+    return result
+
+
+def _close_all(sinks: Sequence[Sink]) -> None:
+    """Close every sink (ending its thread) even if one fails; then raise the first error."""
+    errors: list[BaseException] = []
+    for sink in sinks:
+        try:
+            sink.close()
+        except BaseException as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0]
+
+
+def _write_day(
+    out_dir: Path, name: str, messages: int, symbols: int, seed: int,
+    formats: Sequence[str], gzip_level: int, flow: bool,
+) -> GenResult:
+    start = time.perf_counter()
+    unknown = [f for f in formats if f not in FORMATS]
+    if unknown:
+        raise ValueError(f"unknown format {unknown[0]!r}; expected one of {', '.join(FORMATS)}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    sim, chunks = simulate(messages, symbols, seed, flow)
+    sinks = [make_sink(f, out_dir / (name + SUFFIX[f]), gzip_level) for f in dict.fromkeys(formats)]
+    try:
+        for chunk in chunks:
+            for sink in sinks:
+                sink.write(chunk)
+    finally:
+        _close_all(sinks)
+    books = out_dir / (name + BOOKS_SUFFIX)
+    books.write_bytes(sim.books_csv())
+    result = GenResult(
+        paths=[s.path for s in sinks] + [books],
+        messages=int(sim.emitted),
+        counts={str(k): int(v) for k, v in sim.counts().items()},
+        live_orders=int(sim.live_orders),
+    )
+    for sink in sinks:
+        if isinstance(sink, PcapSink):
+            result.packets = int(sink.writer.packets)
+            result.heartbeats = int(sink.writer.heartbeats)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+# --8<-- [start:csv_flow]
+def csv_flow_ops(orders: int, seed: int = 1) -> np.ndarray:
+    """One symbol's order flow (OPS_DTYPE) with only limit, market and cancel operations."""
+    return order_flow(orders, seed, CSV_FLOW_SHAPE)
+
+
+def csv_flow_text(ops: np.ndarray) -> str:
+    """CSV orders ``order_id,price,quantity,side``: quantity 0 = cancel, price 0 = market."""
+    kinds = set(np.unique(ops["op"]).tolist()) - {OP_LIMIT, OP_MARKET, OP_CANCEL}
+    if kinds:
+        raise ValueError(f"op codes {sorted(kinds)} have no CSV order form")
+    op = ops["op"]
+    price = np.where(op == OP_LIMIT, ops["price"], 0)
+    qty = np.where(op == OP_CANCEL, 0, ops["qty"])
+    rows = np.column_stack([ops["order_id"], price, qty, ops["side"]]).astype(np.uint64)
+    lines = [f"{r[0]},{r[1]},{r[2]},{r[3]}" for r in rows.tolist()]
+    return "order_id,price,quantity,side\n" + "".join(line + "\n" for line in lines)
+# --8<-- [end:csv_flow]
+
+
+def write_csv_flow(path: str | Path, orders: int, seed: int = 1) -> GenResult:
+    """Write ``orders`` CSV orders for one symbol (a cancel row keeps the order's id)."""
+    start = time.perf_counter()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ops = csv_flow_ops(orders, seed)
+    path.write_text(csv_flow_text(ops))
+    counts = {"limit": int((ops["op"] == OP_LIMIT).sum()),
+              "market": int((ops["op"] == OP_MARKET).sum()),
+              "cancel": int((ops["op"] == OP_CANCEL).sum())}
+    return GenResult(paths=[path], messages=len(ops), counts=counts,
+                     seconds=time.perf_counter() - start)
