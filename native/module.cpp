@@ -6,6 +6,7 @@ namespace nb = nanobind;
 
 void register_book(nb::module_& m);
 void register_itch(nb::module_& m);
+void register_exercises(nb::module_& m);
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -13,4 +14,5 @@ NB_MODULE(_native, m) {
     m.attr("BUILD_TYPE") = TWINMATCH_BUILD_TYPE;
     register_book(m);
     register_itch(m);
+    register_exercises(m);
 }

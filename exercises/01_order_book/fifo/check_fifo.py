@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from exercise_support import load_module
 
-from naive.book import Book
+from naive.book import Book, Side
 
 BUY, SELL = 0, 1
 # Cancelling the same number of orders from a level 10x longer may cost a little more
@@ -102,7 +102,7 @@ def random_stream(book: Any, ref: Book, seed: int, n: int) -> None:
             oid = step + 1
             side, price, qty = rng.randrange(2), rng.randint(95, 105), rng.randint(1, 50)
             what = f"add_limit({oid}, {side}, {price}, {qty})"
-            want = fills(ref.add_limit(oid, side, price, qty))
+            want = fills(ref.add_limit(oid, Side(side), price, qty))
             got = fills(book.add_limit(oid, side, price, qty))
             assert got == want, f"step {step}, {what}: fills {got}, expected {want}"
             live.append(oid)
@@ -118,7 +118,7 @@ def random_stream(book: Any, ref: Book, seed: int, n: int) -> None:
         assert len(book) == len(ref), f"step {step}, after {what}: len"
         if step % 25 == 0:
             for side in (BUY, SELL):
-                assert book.depth(side, 20) == ref.depth(side, 20), (
+                assert book.depth(side, 20) == ref.depth(Side(side), 20), (
                     f"step {step}, after {what}: depth({side}, 20)")
 
 

@@ -85,7 +85,7 @@ class FifoBook:
         """(price, total qty, order count) for up to ``levels`` prices, best first."""
         prices = self.prices[side]
         best_first = reversed(prices) if side == BUY else iter(prices)
-        out = []
+        out: list[tuple[int, int, int]] = []
         for price in best_first:
             if len(out) >= levels:
                 break
