@@ -9,6 +9,7 @@ void register_itch(nb::module_& m);
 void register_pcap(nb::module_& m);
 void register_orders(nb::module_& m);
 void register_gen(nb::module_& m);
+void register_exercises(nb::module_& m);
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -19,4 +20,5 @@ NB_MODULE(_native, m) {
     register_pcap(m);
     register_orders(m);
     register_gen(m);
+    register_exercises(m);
 }

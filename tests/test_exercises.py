@@ -36,3 +36,22 @@ def test_catalogue_is_not_empty_and_ids_unique() -> None:
 def test_checker_fails_starter_passes_solution(ex: object) -> None:
     found = SCRIPT.verify_one(ex)
     assert not found, "\n".join(found)
+
+
+def test_extension_compiles_the_cpp_starters() -> None:
+    """optimized._native.exercises wraps the C++ starters' headers (whatever they hold)."""
+    import importlib
+
+    import numpy as np
+
+    from twinmatch.dtypes import OPS_DTYPE
+
+    # Looked up at run time: the committed stub of _native need not list the submodule.
+    exercises = importlib.import_module("optimized._native").exercises
+
+    assert isinstance(exercises.highest_set(np.zeros(3, dtype=np.uint64)), int)
+    assert isinstance(exercises.RECORD_SIZE, int)
+    if exercises.RECORD_SIZE == OPS_DTYPE.itemsize:
+        assert isinstance(exercises.sum_buy_limit_qty(np.zeros(4, dtype=OPS_DTYPE)), int)
+    with pytest.raises(TypeError, match="OPS_DTYPE"):
+        exercises.sum_buy_limit_qty(np.zeros(4, dtype=np.uint64))

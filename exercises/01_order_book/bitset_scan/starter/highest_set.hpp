@@ -1,4 +1,4 @@
-// Exercise 02_boundary/bitset_scan: the highest set bit of a bitset held in 64-bit words.
+// Exercise 01_order_book/bitset_scan: the highest set bit of a bitset held in 64-bit words.
 #pragma once
 #include <bit>
 #include <cstdint>

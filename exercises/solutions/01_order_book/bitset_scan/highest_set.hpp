@@ -1,4 +1,4 @@
-// Exercise 02_boundary/bitset_scan, reference solution.
+// Exercise 01_order_book/bitset_scan, reference solution.
 #pragma once
 #include <bit>
 #include <cstdint>

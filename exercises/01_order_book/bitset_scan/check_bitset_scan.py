@@ -1,4 +1,4 @@
-"""Checker for 02_boundary/bitset_scan: highest_set() against Python, under sanitizers."""
+"""Checker for 01_order_book/bitset_scan: highest_set() against Python, under sanitizers."""
 
 from __future__ import annotations
 

@@ -1,0 +1,86 @@
+// optimized._native.exercises: the C++ exercises' STARTER headers, compiled into the
+// extension. The editable install rebuilds the extension on import, so a learner's edit
+// to exercises/NN_slug/<name>/starter/*.hpp takes effect on the next Python run:
+//
+//     from optimized._native import exercises
+//     exercises.highest_set(np.array([0, 1 << 5], dtype=np.uint64))    # 69
+//
+// (The checkers compile the same headers into a small program under sanitizers; these
+// bindings are for trying an idea from Python.) The include directories are set in
+// native/CMakeLists.txt; the compiler records each header as a dependency of this file.
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include "highest_set.hpp"  // exercises/01_order_book/bitset_scan/starter/
+#include "op_record.hpp"    // exercises/02_boundary/op_record/starter/
+
+namespace nb = nanobind;
+
+namespace {
+
+using Words = nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
+int highest_set_py(const Words& words) {
+    if (words.shape(0) > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+        throw nb::value_error("highest_set: too many words for an int count");
+    return highest_set(words.data(), static_cast<int>(words.shape(0)));
+}
+
+// A read-only, C-contiguous view of a one-dimensional OPS_DTYPE array, released on exit.
+class OpsBuffer {
+public:
+    explicit OpsBuffer(nb::handle ops_in) {
+        nb::object np = nb::module_::import_("numpy");
+        nb::object want = nb::module_::import_("twinmatch.dtypes").attr("OPS_DTYPE");
+        nb::object given = np.attr("asarray")(ops_in);
+        if (!given.attr("dtype").equal(want))
+            throw nb::type_error(nb::str("ops must have dtype OPS_DTYPE, got {}")
+                                     .format(given.attr("dtype")).c_str());
+        if (nb::cast<int>(given.attr("ndim")) != 1)
+            throw nb::value_error("ops must be a one-dimensional OPS_DTYPE array");
+        arr_ = np.attr("ascontiguousarray")(given);  // copies only a strided slice
+        if (PyObject_GetBuffer(arr_.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0)
+            throw nb::python_error();
+    }
+    ~OpsBuffer() { PyBuffer_Release(&view_); }
+    OpsBuffer(const OpsBuffer&) = delete;
+    OpsBuffer& operator=(const OpsBuffer&) = delete;
+
+    const void* data() const { return view_.buf; }
+    std::size_t bytes() const { return static_cast<std::size_t>(view_.len); }
+
+private:
+    nb::object arr_;
+    Py_buffer view_{};
+};
+
+std::uint64_t sum_buy_limit_qty_py(nb::handle ops_in) {
+    using exercise::OpRecord;
+    OpsBuffer ops(ops_in);
+    // The learner's struct may still be wrong: refuse to read records of another size
+    // (that would run past the end of the array) rather than trust it.
+    if (sizeof(OpRecord) != 32)
+        throw nb::value_error(nb::str("exercise::OpRecord is {} bytes but OPS_DTYPE records "
+                                      "are 32 (exercises/02_boundary/op_record/starter/op_record.hpp)")
+                                  .format(sizeof(OpRecord)).c_str());
+    if (reinterpret_cast<std::uintptr_t>(ops.data()) % alignof(OpRecord) != 0)
+        throw nb::value_error("ops: the array's data is not aligned for OpRecord");
+    const auto* records = static_cast<const OpRecord*>(ops.data());
+    return exercise::sum_buy_limit_qty(records, ops.bytes() / sizeof(OpRecord));
+}
+
+}  // namespace
+
+void register_exercises(nb::module_& m) {
+    nb::module_ ex = m.def_submodule(
+        "exercises", "The C++ exercises' starter headers, rebuilt on import (editable install).");
+    ex.def("highest_set", &highest_set_py, nb::arg("words"),
+           "01_order_book/bitset_scan: index of the highest set bit in a uint64 array, or -1.");
+    ex.def("sum_buy_limit_qty", &sum_buy_limit_qty_py, nb::arg("ops"),
+           "02_boundary/op_record: total qty of the buy limit orders in an OPS_DTYPE array.");
+    ex.attr("RECORD_SIZE") = sizeof(exercise::OpRecord);
+}
