@@ -34,6 +34,7 @@ from twinmatch.dtypes import (
     OPS_DTYPE,
     REASON_CODE,
     REJECT_DTYPE,
+    records,
 )
 
 __all__ = ["Book", "Fill", "OrderRejected", "Side"]
@@ -320,7 +321,7 @@ class Book:
                     fills.append((fill[0], fill[1], fill[2], fill[3], index, fill[4]))
             except OrderRejected as rejected:
                 rejects.append((index, REASON_CODE[rejected.reason]))
-        return np.array(fills, dtype=FILL_DTYPE), np.array(rejects, dtype=REJECT_DTYPE)
+        return records(fills, FILL_DTYPE), records(rejects, REJECT_DTYPE)
 
     def _apply_one(
         self, op: int, order_id: int, new_order_id: int, price: int, qty: int, side: int

@@ -37,6 +37,7 @@ from twinmatch.dtypes import (
     OP_REDUCE,
     OPS_DTYPE,
 )
+from twinmatch.dtypes import records as zeroed_records
 
 U32_MAX: Final = 2**32 - 1
 U64_MAX: Final = 2**64 - 1
@@ -175,7 +176,7 @@ def read_csv(source: Source) -> np.ndarray:
             raise field_error(number, name, text, str(problem)) from None
         op = OP_CANCEL if qty == 0 else OP_MARKET if price == 0 else OP_LIMIT
         records.append((order_id, 0, price, qty, op, side))
-    return np.array(records, dtype=OPS_DTYPE)
+    return zeroed_records(records, OPS_DTYPE)
 # --8<-- [end:read_csv]
 
 
@@ -203,7 +204,7 @@ def read_lobster(source: Source) -> np.ndarray:
         except FieldProblem as problem:
             raise field_error(number, name, text, str(problem)) from None
         records.append((time, order_id, price, size, kind, direction))
-    return np.array(records, dtype=LOBSTER_DTYPE)
+    return zeroed_records(records, LOBSTER_DTYPE)
 
 
 # --8<-- [start:lobster_to_ops]

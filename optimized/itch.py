@@ -17,7 +17,7 @@ from typing import Final
 
 import numpy as np
 
-from optimized import _native  # type: ignore[attr-defined]
+from optimized import _native
 from twinmatch.dtypes import EVENT_DTYPE
 from twinmatch.itch_errors import ITCH_REASONS, ItchError, counts_dict
 from twinmatch.itch_files import CHUNK_SIZE, check_not_capture, file_chunks, is_gzip

@@ -78,7 +78,7 @@ def pick(rows: dict[str, dict[str, Any]], selector: str, metric: str) -> tuple[s
 
 def evaluate(bench: dict[str, Any]) -> list[dict[str, Any]]:
     rows = index(bench)
-    results = []
+    results: list[dict[str, Any]] = []
     for t in TARGETS:
         fast = pick(rows, t.fast[0], t.metric)
         slow = pick(rows, t.slow[0], t.metric)

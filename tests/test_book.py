@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -45,8 +46,8 @@ class _Rejected:
 
     def __exit__(self, *exc: Any) -> bool:
         suppressed = bool(self._ctx.__exit__(*exc))
-        err = self.info.value
-        assert isinstance(err, ValueError)
+        assert isinstance(self.info.value, ValueError)
+        err: Any = self.info.value
         assert err.reason == self.reason
         if self.order_id is not None:
             assert err.order_id == self.order_id
@@ -296,12 +297,13 @@ def test_reject_unknown_id(impl: BookImpl) -> None:
     book = impl.new()
     book.add_limit(1, BUY, 100, 5)
     before = snapshot(book)
-    for call in (
+    calls: list[Callable[[], Any]] = [
         lambda: book.cancel(2),
         lambda: book.reduce(2, 1),
         lambda: book.execute(2, 1),
         lambda: book.replace(2, 3, 100, 1),
-    ):
+    ]
+    for call in calls:
         with rejected(impl, "unknown_id", 2):
             call()
     assert snapshot(book) == before

@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 import naive.itch as naive_itch
 import optimized.itch as optimized_itch
-from optimized import _native  # type: ignore[attr-defined]
+from optimized import _native
 from twinmatch.dtypes import EVENT_DTYPE, EVENT_TYPES
 from twinmatch.itch_errors import ItchError
 from twinmatch.itch_samples import random_record, random_stream, sample_day

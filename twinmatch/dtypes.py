@@ -7,6 +7,7 @@ matching C++ structs and ``static_assert``s the same offsets. Change both or nei
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Final
 
 import numpy as np
@@ -152,3 +153,16 @@ The other known types (Y L V W K J h I N O) and unknown types are only counted.
 # The message types that produce an event (above); all others are only counted.
 EVENT_TYPES: Final = "SRHAFECXDUPQB"
 # --8<-- [end:event_dtype]
+
+
+def records(rows: Sequence[tuple[int, ...]], dtype: np.dtype) -> np.ndarray:
+    """A structured array of ``rows`` with every padding byte zero.
+
+    ``np.array(rows, dtype=...)`` leaves the gaps between fields uninitialised, so two
+    equal arrays could differ byte for byte; the C++ twins zero their padding, and the
+    tests compare whole arrays as bytes.
+    """
+    out = np.zeros(len(rows), dtype=dtype)
+    if rows:
+        out[:] = rows
+    return out

@@ -30,6 +30,7 @@ from twinmatch.dtypes import (
     OP_REDUCE,
     OP_REPLACE,
     OPS_DTYPE,
+    records,
 )
 
 # Bump when the generator changes, so cached streams are regenerated.
@@ -111,7 +112,7 @@ def order_flow(
             book.replace(target, next_id, price, qty)
             live.append(next_id)
             next_id += 1
-    return np.array(rows, dtype=OPS_DTYPE)
+    return records(rows, OPS_DTYPE)
 # --8<-- [end:flow]
 
 
@@ -189,7 +190,8 @@ def cached_order_flow(n: int, seed: int, cache_dir: Path | None = None) -> np.nd
     cache_dir = cache_dir or Path(__file__).resolve().parent.parent / "out" / "cache"
     path = cache_dir / f"flow-v{FLOW_VERSION}-{n}-{seed}.npy"
     if path.exists():
-        return np.load(path)
+        cached: np.ndarray = np.load(path)
+        return cached
     ops = order_flow(n, seed)
     cache_dir.mkdir(parents=True, exist_ok=True)
     np.save(path, ops)

@@ -107,7 +107,7 @@ def run_per_call(book: Any, ops: np.ndarray) -> tuple[list[tuple[int, ...]], int
     return fills, rejects
 
 
-def run(impl: str, book: Any, ops: np.ndarray) -> tuple[list[tuple[int, ...]], int]:
+def run(impl: str, book: Any, ops: np.ndarray) -> tuple[list[tuple[Any, ...]], int]:
     """Run ops through one impl; returns (fills as tuples, number of rejects)."""
     mode = impl.split("-")[1]
     if mode == "call":
@@ -120,7 +120,7 @@ def run(impl: str, book: Any, ops: np.ndarray) -> tuple[list[tuple[int, ...]], i
 
 
 @cache
-def expected(workload: str) -> tuple[list[tuple[int, ...]], int, tuple[Any, ...]]:
+def expected(workload: str) -> tuple[list[tuple[Any, ...]], int, tuple[Any, ...]]:
     """The naive twin's result on a workload: fills, reject count, final book."""
     book = prepare_for("naive-batch", workload)()
     fills, rejects = run("naive-batch", book, WORKLOADS[workload][1]())

@@ -40,7 +40,9 @@ def add_order(i: int) -> bytes:
 
 def build() -> tuple[bytes, bytes]:
     msgs = [add_order(i) for i in range(N_MESSAGES)]
-    frames, batch, size, seq = [], [], 20, 1
+    frames: list[bytes] = []
+    batch: list[bytes] = []
+    size, seq = 20, 1
     for m in msgs:
         if size + 2 + len(m) > PACKET_BYTES:
             frames.append(frame_udp(moldudp64_packet("BENCH00001", seq, batch)))
