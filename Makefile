@@ -7,6 +7,8 @@ STAMP := $(VENV)/.twinmatch-installed
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # Where the editable build keeps CMake's files (scikit-build-core's build-dir).
 export PYTHONDONTWRITEBYTECODE := 1
+# mkdocs-material prints a banner about its successor on every build.
+export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: all install demo test test-fast lint typecheck stubs stubs-check pytest exercises-check \
         docs docs-check browser-check book bench bench-check check fuzz sanitize system-deps clean

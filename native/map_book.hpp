@@ -134,6 +134,7 @@ public:
     }
 
 private:
+    // --8<-- [start:map_state]
     struct Order {
         std::uint64_t id;
         std::uint32_t qty;
@@ -150,7 +151,9 @@ private:
     };
     using Bids = std::map<std::uint32_t, Level, std::greater<>>;  // best (highest) first
     using Asks = std::map<std::uint32_t, Level, std::less<>>;     // best (lowest) first
+    // --8<-- [end:map_state]
 
+    // --8<-- [start:map_match]
     template <class Levels, class Sink>
     std::uint32_t match(std::uint64_t id, Side side, Levels& levels, std::uint64_t limit,
                         std::uint32_t qty, Sink& sink) {
@@ -174,6 +177,7 @@ private:
         }
         return qty;
     }
+    // --8<-- [end:map_match]
 
     template <class Sink>
     void enter(std::uint64_t id, Side side, std::uint32_t price, std::uint32_t qty, Sink& sink) {

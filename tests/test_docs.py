@@ -131,7 +131,8 @@ def test_figures_from_fixture(figures: ModuleType, tmp_path: Path) -> None:
     missing = figures.generate(FIXTURE, out, chapters)
     names = sorted(p.name for p in out.iterdir())
     assert names == ["absent-ops.svg", "absent-table.md", "book-ops.svg", "book-table.md",
-                     "numbers.md", "sweep-depth.svg", "sweep-ops.svg", "sweep-table.md"]
+                     "numbers.md", "sweep-depth.svg", "sweep-ops.svg", "sweep-table.md",
+                     "targets-table.md"]
     assert missing == ["table of group 'absent'", "number 'absent-thing-speedup'",
                        "figure 'absent-ops.svg'"]
     table = (out / "book-table.md").read_text(encoding="utf-8")
