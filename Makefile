@@ -87,5 +87,31 @@ book: bench
 	$(VENV)/bin/mkdocs build --strict
 	@echo "book built: open site/index.html (or: $(VENV)/bin/mkdocs serve)"
 
+# The suite against the native module built with AddressSanitizer + UBSan, in a second
+# venv (.venv-asan) that shares .venv's packages but has its own editable build.
+ASAN_VENV := .venv-asan
+ASAN_PRELOAD = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libstdc++.so)
+SANITIZE_TESTS ?= tests/test_book.py tests/test_book_golden.py tests/test_book_differential.py \
+  tests/test_book_differential_native.py tests/test_native_book_internals.py tests/test_itch.py \
+  tests/test_pcap.py tests/test_orders.py tests/test_gen.py tests/fuzz
+
+$(ASAN_VENV)/.installed: $(STAMP) native/CMakeLists.txt
+	$(PYTHON) -m venv $(ASAN_VENV)
+	$(ASAN_VENV)/bin/python -c "import sysconfig, pathlib; pathlib.Path(sysconfig.get_paths()['purelib'], 'twinmatch_base.pth').write_text('$(abspath $(VENV))/lib/python' + sysconfig.get_python_version() + '/site-packages\\n')"
+	$(ASAN_VENV)/bin/python -m pip install -q --no-build-isolation --no-deps -e . \
+	  -Cbuild-dir=build/asan -Ccmake.define.TWINMATCH_SANITIZE=ON -Ccmake.build-type=Debug
+	touch $@
+
+sanitize: $(ASAN_VENV)/.installed
+	LD_PRELOAD="$(ASAN_PRELOAD)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 TWINMATCH_SANITIZED=1 \
+	  $(ASAN_VENV)/bin/python -m pytest -q -p no:cacheprovider -x $(SANITIZE_TESTS)
+
+# Longer coverage-guided fuzzing of both twins' decoders (atheris), 2 minutes per target.
+FUZZ_SECONDS ?= 120
+fuzz: $(STAMP)
+	$(PY) tests/fuzz/fuzz_itch.py -max_total_time=$(FUZZ_SECONDS)
+	$(PY) tests/fuzz/fuzz_pcap.py -max_total_time=$(FUZZ_SECONDS)
+
 clean:
-	rm -rf build site out .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf build site out .pytest_cache .mypy_cache .ruff_cache .hypothesis $(ASAN_VENV)
