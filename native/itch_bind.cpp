@@ -60,7 +60,9 @@ public:
                     best = &s;
             if (best != nullptr) return std::exchange(best->base, nullptr);
         }
-        void* base = std::malloc(kHeader + bytes + 1);  // +1: never malloc(0)
+        // 64-byte aligned (the decoder's streaming stores write whole cache lines);
+        // aligned_alloc wants the size rounded up to the alignment, and never 0.
+        void* base = std::aligned_alloc(64, (kHeader + bytes + 64) / 64 * 64);
         if (base == nullptr) throw std::bad_alloc();
         std::memcpy(base, &bytes, sizeof bytes);
         return base;
@@ -103,6 +105,9 @@ BlockPool& pool() {
 // The output is sized for the worst case (every record an S event) once, before the loop,
 // so the loop never allocates; untouched pages of that block cost nothing, and realloc
 // gives the rest back afterwards.
+// Tests switch the SIMD loop off to check the portable one on the same machine.
+bool g_use_simd = true;
+
 nb::tuple scan(nb::handle buffer) {
     ReadBuffer in(buffer);
     // Room for the worst case (every record an S event), taken once before the loop so
@@ -113,9 +118,10 @@ nb::tuple scan(nb::handle buffer) {
     auto* events = reinterpret_cast<ItchEvent*>(static_cast<std::uint8_t*>(base) + BlockPool::kHeader);
     std::uint64_t counts[256] = {};
     itch::ScanResult r;
+    const bool simd = g_use_simd;  // read with the GIL held, like every write to it
     {
         nb::gil_scoped_release no_gil;  // pure C++ from here: other Python threads may run
-        r = itch::scan(in.data(), in.size(), events, counts);
+        r = itch::scan(in.data(), in.size(), events, counts, simd);
     }
     U8Array ev(reinterpret_cast<std::uint8_t*>(events), {r.events * sizeof(ItchEvent)}, ev_owner);
     auto* ct_data = new std::uint64_t[256];
@@ -145,6 +151,9 @@ void register_itch(nb::module_& m) {
     for (auto v : itch::kLength) lengths.append(static_cast<int>(v));
     m.attr("ITCH_LENGTHS") = lengths;
     m.attr("ITCH_EVENT_SIZE") = sizeof(ItchEvent);
+    m.def("itch_simd", [](bool on) { return std::exchange(g_use_simd, on) && itch::cpu_has_vbmi(); },
+          nb::arg("on"),
+          "Use the AVX-512 VBMI loop when the CPU has it (default); returns whether it was in use.");
     m.def("itch_release_pool", [] { pool().clear(); },
           "Free the recycled output blocks the ITCH decoder keeps (at most two).");
 }

@@ -196,6 +196,11 @@ ITCH_LENGTHS: list[int] = ...
 
 ITCH_EVENT_SIZE: int = 56
 
+def itch_simd(on: bool) -> bool:
+    """
+    Use the AVX-512 VBMI loop when the CPU has it (default); returns whether it was in use.
+    """
+
 def itch_release_pool() -> None:
     """Free the recycled output blocks the ITCH decoder keeps (at most two)."""
 

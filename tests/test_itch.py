@@ -233,6 +233,59 @@ def test_parse_message_errors() -> None:
     assert err.value.reason == "bad_length"
 
 
+# ---------------------------------------------------------------- the two C++ loops
+
+@pytest.fixture
+def portable_loop() -> Iterator[None]:
+    """Force the portable C++ loop (not the AVX-512 VBMI one) for one test."""
+    _native.itch_simd(False)
+    try:
+        yield
+    finally:
+        _native.itch_simd(True)
+
+
+def both_loops(data: bytes) -> tuple[bytes, dict[str, int], str | None]:
+    """decode's outcome from the SIMD loop and the portable loop; they must be equal."""
+    fast = outcome_decode(optimized_itch, data)
+    _native.itch_simd(False)
+    try:
+        portable = outcome_decode(optimized_itch, data)
+    finally:
+        _native.itch_simd(True)
+    assert fast == portable
+    return fast
+
+
+def damaged_copies(data: bytes) -> Iterator[bytes]:
+    """data with a bad record in the middle (zero length, wrong length, unknown type,
+    a length >= 256) and with a cut tail: errors after many flushed batches of events."""
+    cut = len(data) // 2
+    off = 0
+    while off < cut:  # walk the framing to a record boundary near the middle
+        off += 2 + int.from_bytes(data[off:off + 2], "big")
+    yield data[:off] + b"\x00\x00" + data[off:]
+    yield data[:off] + b"\x00\x05A1234" + data[off:]
+    yield data[:off] + b"\x00\x03z12" + data[off:]
+    yield data[:off] + b"\x01\x00z" + bytes(255) + data[off:]
+    yield data[:off] + b"\x01\x00" + bytes(10)
+    yield data[:-3]
+
+
+@pytest.mark.parametrize("size", [1, 127, 128, 129, 3000, 60_000])
+def test_simd_and_portable_loops_identical(size: int) -> None:
+    """Sizes around the 128-event staging buffer, and past the 1 MiB streaming threshold."""
+    data = random_stream(random.Random(size), size)
+    assert outcome_decode(naive_itch, data) == both_loops(data)
+    for bad in damaged_copies(data):
+        assert outcome_decode(naive_itch, bad) == both_loops(bad)
+
+
+def test_simd_and_portable_loops_identical_on_a_day() -> None:
+    data = sample_day(50_000, seed=5)
+    assert outcome_decode(naive_itch, data) == both_loops(data)
+
+
 # ---------------------------------------------------------------- generated streams
 
 @pytest.mark.parametrize("seed", range(5))
@@ -560,3 +613,11 @@ def test_numpy_variant_matches_naive() -> None:
         inputs.append(REAL_ITCH.read_bytes())
     for data in inputs:
         assert outcome_decode(itch_numpy, data) == outcome_decode(naive_itch, data)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[
+    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(data=frames_and_garbage())
+def test_portable_loop_differential(portable_loop: None, data: bytes) -> None:
+    """The hypothesis differential again, through the portable C++ loop."""
+    assert_twins_agree_on(data)
