@@ -317,7 +317,7 @@ inline ScanResult scan_scalar(const std::uint8_t* buf, std::size_t n, ItchEvent*
 // it to the whole message at once: no switch, no per-field loads. Events collect in a
 // small buffer in L1 and leave in 64-byte "streaming" stores that skip the read for
 // ownership (worth it only when the output is larger than the caches).
-struct EventShuffle {
+struct alignas(64) EventShuffle {  // each 64-byte index row in one cache line
     std::array<std::array<std::uint8_t, 64>, 256> index{};  // event byte j <- message byte
     std::array<std::uint64_t, 256> keep{};   // bit j set: event byte j comes from the message
     std::array<std::uint8_t, 256> makes_event{};
@@ -443,7 +443,7 @@ inline ScanResult scan_vbmi(const std::uint8_t* buf, std::size_t n, ItchEvent* o
         // Load exactly `len` bytes (the mask stops the load at the record's end, and
         // masked-off bytes are never touched), permute them into an event, zero the rest.
         const __m512i bytes = _mm512_maskz_loadu_epi8((std::uint64_t{1} << len) - 1, msg);
-        const __m512i index = _mm512_load_si512(kShuffle.index[type].data());
+        const __m512i index = _mm512_loadu_si512(kShuffle.index[type].data());
         const __m512i event = _mm512_maskz_permutexvar_epi8(kShuffle.keep[type], index, bytes);
         _mm512_storeu_si512(stage + staged * sizeof(ItchEvent), event);
         staged += kShuffle.makes_event[type];  // a non-event type is overwritten next time

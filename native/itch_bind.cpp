@@ -143,7 +143,6 @@ std::uint64_t sum_bytes(nb::handle buffer) {
 
 void register_itch(nb::module_& m) {
     m.def("itch_scan", &scan, nb::arg("buffer"),
-          nb::sig("def itch_scan(buffer: object) -> tuple[typing.Any, ...]"),
           "Decode the whole ITCH records at the start of a bytes-like buffer (GIL released).");
     m.def("itch_sum_bytes", &sum_bytes, nb::arg("buffer"),
           "Sum a buffer as 8-byte words: one plain sequential read, the bandwidth ceiling.");

@@ -2,8 +2,9 @@
 
 import enum
 import types
+import typing
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Annotated
 
 import numpy
 import numpy.typing
@@ -182,7 +183,7 @@ class MapBook:
 def layout_info() -> dict[str, int]:
     """Sizes of the book's building blocks, for the chapter's layout table."""
 
-def itch_scan(buffer: object) -> tuple[Any, ...]:
+def itch_scan(buffer: object) -> tuple[typing.Any, ...]:
     """
     Decode the whole ITCH records at the start of a bytes-like buffer (GIL released).
     """

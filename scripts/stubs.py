@@ -26,6 +26,9 @@ MODULE = "optimized._native"
 # submodule (stubbed as a module object; its functions are documented in exercises/).
 _FIXUPS = (
     ("ITCH_LENGTHS: list = ...", "ITCH_LENGTHS: list[int] = ..."),
+    ("def itch_scan(buffer: object) -> tuple:",
+     "def itch_scan(buffer: object) -> tuple[typing.Any, ...]:"),
+    ("from typing import Annotated\n", "import typing\nfrom typing import Annotated\n"),
     ("from optimized._native import exercises as exercises\n",
      "import types\n\nexercises: types.ModuleType\n"),
 )
