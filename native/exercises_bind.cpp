@@ -17,6 +17,8 @@
 
 #include "highest_set.hpp"  // exercises/01_order_book/bitset_scan/starter/
 #include "op_record.hpp"    // exercises/02_boundary/op_record/starter/
+#include "itch_wire.hpp"    // exercises/03_itch/wire_struct/starter/
+#include "udp_frame.hpp"    // exercises/04_wire/udp_header/starter/
 
 namespace nb = nanobind;
 
@@ -73,6 +75,31 @@ std::uint64_t sum_buy_limit_qty_py(nb::handle ops_in) {
     return exercise::sum_buy_limit_qty(records, ops.bytes() / sizeof(OpRecord));
 }
 
+// 03_itch/wire_struct: the learner's be48 on exactly 6 bytes, and decode_replace on one
+// message. Python bytes are read in place; the size is checked before the call.
+std::uint64_t itch_be48_py(const nb::bytes& raw) {
+    if (raw.size() != 6) throw nb::value_error("itch_be48: give exactly 6 bytes");
+    return exercise::wire::be48(reinterpret_cast<const std::uint8_t*>(raw.c_str()));
+}
+
+nb::object decode_replace_py(const nb::bytes& message) {
+    exercise::wire::Replace r;
+    if (!exercise::wire::decode_replace(reinterpret_cast<const std::uint8_t*>(message.c_str()),
+                                        message.size(), r))
+        return nb::none();
+    return nb::make_tuple(r.locate, r.tracking, r.timestamp, r.order_ref, r.new_order_ref,
+                          r.shares, r.price);
+}
+
+// 04_wire/udp_header: (src port, dst port, payload offset, payload length) or None.
+nb::object parse_udp_py(const nb::bytes& frame) {
+    exercise::udp::Udp u;
+    if (!exercise::udp::parse_udp(reinterpret_cast<const std::uint8_t*>(frame.c_str()),
+                                  frame.size(), u))
+        return nb::none();
+    return nb::make_tuple(u.src_port, u.dst_port, u.payload_offset, u.payload_len);
+}
+
 }  // namespace
 
 void register_exercises(nb::module_& m) {
@@ -83,4 +110,13 @@ void register_exercises(nb::module_& m) {
     ex.def("sum_buy_limit_qty", &sum_buy_limit_qty_py, nb::arg("ops"),
            "02_boundary/op_record: total qty of the buy limit orders in an OPS_DTYPE array.");
     ex.attr("RECORD_SIZE") = sizeof(exercise::OpRecord);
+    ex.def("itch_be48", &itch_be48_py, nb::arg("raw"),
+           "03_itch/wire_struct: the 6-byte big-endian timestamp in `raw` (exactly 6 bytes).");
+    ex.def("decode_replace", &decode_replace_py, nb::arg("message"),
+           "03_itch/wire_struct: an Order Replace message as (locate, tracking, timestamp, "
+           "order_ref, new_order_ref, shares, price), or None if it is not one.");
+    ex.attr("WIRE_REPLACE_SIZE") = sizeof(exercise::wire::WireReplace);
+    ex.def("parse_udp", &parse_udp_py, nb::arg("frame"),
+           "04_wire/udp_header: (src_port, dst_port, payload_offset, payload_len) of an "
+           "Ethernet/IPv4/UDP frame, or None.");
 }
