@@ -76,13 +76,14 @@ def sniff(path: str | Path) -> str:
 # --8<-- [end:sniff]
 
 
-def _directory(stock: str) -> np.ndarray:
-    """One R (stock directory) event naming locate 1."""
-    ev = np.zeros(1, dtype=EVENT_DTYPE)
-    ev["type"] = ord("R")
-    ev["locate"] = 1
-    ev["stock"] = stock.encode()[:8].ljust(8)
-    return ev
+def _with_directory(n: int, stock: str) -> tuple[np.ndarray, np.ndarray]:
+    """An events array of n + 1: first an R (stock directory) naming locate 1, then
+    n events for the caller to fill (returned as the view ``all[1:]``)."""
+    out = np.zeros(n + 1, dtype=EVENT_DTYPE)
+    out["locate"] = 1
+    out[0]["type"] = ord("R")
+    out[0]["stock"] = stock.encode()[:8].ljust(8)
+    return out, out[1:]
 
 
 def ops_events(ops: np.ndarray, stock: str = "ORDERS") -> np.ndarray:
@@ -92,18 +93,17 @@ def ops_events(ops: np.ndarray, stock: str = "ORDERS") -> np.ndarray:
     """
     if ops.dtype != OPS_DTYPE:
         raise TypeError(f"expected OPS_DTYPE, got {ops.dtype}")
-    ev = np.zeros(len(ops), dtype=EVENT_DTYPE)
+    out, ev = _with_directory(len(ops), stock)
     op = ops["op"]
     if not np.isin(op, (OP_LIMIT, OP_MARKET, OP_CANCEL)).all():
         raise ReplayError("CSV orders hold only limit, market and cancel operations")
     ev["type"] = np.where(op == OP_CANCEL, ord("D"), ord("A"))
-    ev["locate"] = 1
     ev["order_ref"] = ops["order_id"]
     ev["side"] = np.where(ops["side"] == 0, ord("B"), ord("S"))
     ev["shares"] = np.where(op == OP_CANCEL, 0, ops["qty"])
     ev["price"] = np.where(op == OP_LIMIT, ops["price"], 0)
     ev["timestamp"] = np.arange(len(ops), dtype=np.uint64)
-    return np.concatenate([_directory(stock), ev])
+    return out
 
 
 # --8<-- [start:lobster_events]
@@ -114,18 +114,17 @@ def lobster_events(messages: np.ndarray, stock: str = "LOBSTER") -> np.ndarray:
     5 hidden execution -> P, 6 cross -> Q, 7 halt -> H (the last three change no book).
     Direction 1 is a buy ('B'), -1 a sell ('S').
     """
-    ev = np.zeros(len(messages), dtype=EVENT_DTYPE)
+    out, ev = _with_directory(len(messages), stock)
     kinds = np.zeros(256, dtype=np.uint8)
     for code, letter in LOBSTER_TYPES.items():
         kinds[code] = ord(letter)
     ev["type"] = kinds[messages["type"]]
-    ev["locate"] = 1
     ev["timestamp"] = messages["time"].clip(0).astype(np.uint64)
     ev["order_ref"] = messages["order_id"]
     ev["shares"] = messages["size"]
     ev["price"] = messages["price"].clip(0, 2**32 - 1).astype(np.uint32)
     ev["side"] = np.where(messages["direction"] == 1, ord("B"), ord("S"))
-    return np.concatenate([_directory(stock), ev])
+    return out
 # --8<-- [end:lobster_events]
 
 
