@@ -49,6 +49,10 @@ TARGETS: tuple[Target, ...] = (
            "itch", ("day/optimized",), ("day/itchcpp",), 20.0),
     Target("chapter 3", "ITCH decode: optimized bytes/s >= 30% of a plain sequential read",
            "itch", ("day/optimized",), ("day/sum_bytes",), 0.3),
+    Target("chapter 5", "replay book mode: optimized >= 50x naive (5M-message day, end to end)",
+           "replay", ("book/optimized",), ("book/naive",), 50.0),
+    Target("chapter 5", "replay match mode: optimized >= 50x naive (5M-message flow, end to end)",
+           "replay", ("match/optimized",), ("match/naive",), 50.0),
 )
 
 
