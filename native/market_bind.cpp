@@ -121,7 +121,10 @@ void register_market(nb::module_& m) {
                 b.busy = false;
                 return fills_array(b.fills);
             },
-            "events"_a, "Apply EVENT_DTYPE records (as raw bytes); returns FILL_DTYPE fills.")
+            "events"_a,
+            nb::sig("def run_bytes(self, events: numpy.typing.NDArray[numpy.uint8]) "
+                    "-> numpy.typing.NDArray[numpy.void]"),
+            "Apply EVENT_DTYPE records (as raw bytes); returns FILL_DTYPE fills.")
         .def(
             "raw_counts",
             [](BoundMarket& b) {

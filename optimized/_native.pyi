@@ -1,13 +1,14 @@
 """twinmatch optimized twins (C++20)"""
 
-from collections.abc import Iterator
 import enum
+from collections.abc import Iterator
 from typing import Annotated
 
 import numpy
 import numpy.typing
 from numpy.typing import NDArray
 
+from optimized._native import exercises as exercises
 
 COMPILER: str
 
@@ -30,35 +31,25 @@ class Fill:
     One trade: compares equal to the tuple (resting_id, aggressor_id, price, qty, aggressor_side).
     """
 
-    def __init__(self, resting_id: int, aggressor_id: int, price: int, qty: int, aggressor_side: Side) -> None: ...
-
+    def __init__(
+        self, resting_id: int, aggressor_id: int, price: int, qty: int, aggressor_side: Side
+    ) -> None: ...
     @property
     def resting_id(self) -> int: ...
-
     @property
     def aggressor_id(self) -> int: ...
-
     @property
     def price(self) -> int: ...
-
     @property
     def qty(self) -> int: ...
-
     @property
     def aggressor_side(self) -> Side: ...
-
     def __eq__(self, other: object, /) -> bool: ...
-
     def __ne__(self, other: object, /) -> bool: ...
-
     def __hash__(self) -> int: ...
-
     def __len__(self) -> int: ...
-
     def __iter__(self) -> Iterator[int]: ...
-
     def __getitem__(self, index: int, /) -> int: ...
-
     def __repr__(self) -> str: ...
 
 class Book:
@@ -67,7 +58,6 @@ class Book:
     """
 
     def __init__(self, window_levels: int = 262144, initial_orders: int = 65536) -> None: ...
-
     def stats(self) -> dict[str, int]:
         """Internals (window, pool, hash sizes) for tests and the book's tables."""
 
@@ -114,7 +104,9 @@ class Book:
     def clear(self) -> None:
         """Remove every order, keeping the allocated capacity (for benchmarks)."""
 
-    def apply(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
         """
         Apply an OPS_DTYPE array in C++ with the GIL released; returns
         (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
@@ -131,7 +123,6 @@ class MapBook:
     """The std::map / std::list / std::unordered_map baseline, same API."""
 
     def __init__(self, initial_orders: int = 65536) -> None: ...
-
     def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
         """Add a limit order; returns the fills it caused (the remainder rests)."""
 
@@ -172,7 +163,9 @@ class MapBook:
     def clear(self) -> None:
         """Remove every order, keeping the allocated capacity (for benchmarks)."""
 
-    def apply(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
         """
         Apply an OPS_DTYPE array in C++ with the GIL released; returns
         (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
@@ -209,40 +202,54 @@ class PcapScanner:
     """Classic PCAP -> MoldUDP64 message blocks, by chunks"""
 
     def __init__(self) -> None: ...
-
-    def feed(self, buffer: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)]) -> tuple[Annotated[NDArray[numpy.uint8], dict(shape=(None,))], int]:
+    def feed(
+        self,
+        buffer: Annotated[
+            NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
+    ) -> tuple[Annotated[NDArray[numpy.uint8], dict(shape=(None,))], int]:
         """
         Consume whole records; return (framed message blocks as uint8 array, bytes used)
         """
 
     def stats(self) -> dict[str, int | str]: ...
-
     @property
     def header_done(self) -> bool: ...
-
     @property
     def big_endian(self) -> bool: ...
-
     @property
     def offset(self) -> int: ...
-
     @property
     def error(self) -> int: ...
-
     @property
     def error_value(self) -> int: ...
 
-def parse_csv(data: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], out: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu')]) -> tuple[int, int, int, int, int]:
+def parse_csv(
+    data: Annotated[
+        NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu", writable=False)
+    ],
+    out: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu")],
+) -> tuple[int, int, int, int, int]:
     """
     CSV orders -> OPS_DTYPE records in out; (count, problem, line, field, nfields)
     """
 
-def parse_lobster(data: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], out: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu')]) -> tuple[int, int, int, int, int]:
+def parse_lobster(
+    data: Annotated[
+        NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu", writable=False)
+    ],
+    out: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu")],
+) -> tuple[int, int, int, int, int]:
     """
     LOBSTER messages -> LOBSTER_DTYPE records in out; (count, problem, line, field, nfields)
     """
 
-def lobster_to_ops(messages: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu', writable=False)], out: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order='C', device='cpu')]) -> tuple[int, int, int, int, int]:
+def lobster_to_ops(
+    messages: Annotated[
+        NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu", writable=False)
+    ],
+    out: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu")],
+) -> tuple[int, int, int, int, int]:
     """
     LOBSTER_DTYPE bytes -> OPS_DTYPE bytes; (count, hidden, cross, halt, other)
     """
@@ -251,7 +258,6 @@ class GenSimulator:
     """The exchange simulator of twinmatch.gen: a day of ITCH messages."""
 
     def __init__(self, seed: int, messages: int, symbols: int, flow: bool) -> None: ...
-
     def next_chunk(self, min_bytes: int) -> bytes:
         """
         Whole framed messages, at least min_bytes unless the day ends; b'' once it has ended.
@@ -259,13 +265,10 @@ class GenSimulator:
 
     @property
     def done(self) -> bool: ...
-
     @property
     def emitted(self) -> int: ...
-
     @property
     def live_orders(self) -> int: ...
-
     def counts(self) -> dict[str, int]:
         """Messages written so far, by type character."""
 
@@ -279,10 +282,8 @@ class GenPcapWriter:
     """Packs framed ITCH messages into a MoldUDP64 pcap."""
 
     def __init__(self, session: str, window_ns: int, heartbeat_ns: int, epoch_s: int) -> None: ...
-
     @staticmethod
     def global_header() -> bytes: ...
-
     def feed(self, buffer: object) -> bytes:
         """Whole framed messages in; the pcap records of finished packets out."""
 
@@ -291,10 +292,8 @@ class GenPcapWriter:
 
     @property
     def packets(self) -> int: ...
-
     @property
     def heartbeats(self) -> int: ...
-
     @property
     def next_seq(self) -> int: ...
 
@@ -302,3 +301,48 @@ GEN_MESSAGES_CSV_HEADER: str
 
 def gen_messages_csv(buffer: object) -> bytes:
     """Framed ITCH messages -> CSV rows (no header), one per message."""
+
+MARKET_ANOMALY_KINDS: int = 9
+
+class Market:
+    """One book per stock locate (native/market.hpp)."""
+
+    def __init__(
+        self, mode: str = "book", window_levels: int = 4096, initial_orders: int = 64
+    ) -> None: ...
+    @property
+    def mode(self) -> str: ...
+    def run_bytes(
+        self, events: numpy.typing.NDArray[numpy.uint8]
+    ) -> numpy.typing.NDArray[numpy.void]:
+        """Apply EVENT_DTYPE records (as raw bytes); returns FILL_DTYPE fills."""
+
+    def raw_counts(self) -> tuple[list[int], list[int], list[int], int, int]:
+        """
+        (events by type byte, anomalies by kind, rejects by reason, fills, volume)
+        """
+
+    def __len__(self) -> int:
+        """Live (resting) orders across all books."""
+
+    @property
+    def books(self) -> int:
+        """Books created so far (one per locate with an order)."""
+
+    def activity(self) -> list[tuple[int, int]]:
+        """(locate, book messages) for every locate that had one, by locate."""
+
+    def stock(self, locate: int) -> str:
+        """The symbol a stock directory (R) message gave the locate, or ''."""
+
+    def top(self, locate: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+        """((bid, qty) | None, (ask, qty) | None) of one locate's book."""
+
+    def depth(self, locate: int, side: int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_ref: int) -> tuple[int, int, int, int] | None:
+        """(locate, side, price, shares) of a live order, or None."""
+
+    def books_csv(self) -> str:
+        """Every resting order as the books CSV (DESIGN.md), header included."""

@@ -381,7 +381,7 @@ def format_report(r: dict[str, Any]) -> str:
         w(f"pcap: {s.get('packets', 0):,} packets, {s.get('gaps', 0):,} gaps "
           f"({s.get('gap_messages', 0):,} messages missing)\n")
     if r["top"]:
-        w(f"most active symbols (top of book, prices in $):\n")
+        w("most active symbols (top of book, prices in $):\n")
         w(f"  {'locate':>6} {'stock':<8} {'messages':>10} {'bid':>12} {'qty':>8} "
           f"{'ask':>12} {'qty':>8}\n")
         for t in r["top"]:

@@ -29,9 +29,8 @@ import pytest
 import naive.itch as naive_itch
 import naive.itch_numpy as itch_numpy
 import optimized.itch as optimized_itch
-from twinmatch.itch_samples import sample_day
-
 from tests.bench.conftest import SMALL
+from twinmatch.itch_samples import sample_day
 
 N = int(os.environ.get("TWINMATCH_BENCH_ITCH_N", "20000" if SMALL else "1000000"))
 INCLUDES = {

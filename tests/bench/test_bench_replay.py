@@ -25,11 +25,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.bench.conftest import SMALL
 from twinmatch.dtypes import EVENT_DTYPE
 from twinmatch.gen import write_itch_flow, write_market_day
 from twinmatch.replay import new_market, replay
-
-from tests.bench.conftest import SMALL
 
 N = int(os.environ.get("TWINMATCH_BENCH_REPLAY_N", "50000" if SMALL else "5000000"))
 ADDS = 20_000 if SMALL else 1_000_000
