@@ -11,6 +11,8 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstring>
 #include <exception>
@@ -86,13 +88,33 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
     // How far ahead to prefetch: far enough for a load from memory to arrive,
     // near enough that the line is still cached when the op comes round.
     constexpr std::size_t kSlotAhead = 16, kNodeAhead = 8, kLinksAhead = 3;
+    // Book (not MapBook) hashes each id once, kSlotAhead ops early, and keeps the
+    // fingerprint in a small ring for the later prefetch stages and the op itself.
+    constexpr bool kHinted = requires { book.prefetch_slot(0u); };
+    constexpr std::size_t kRing = 32;  // a power of two > kSlotAhead
+    static_assert(std::has_single_bit(kRing) && kRing > kSlotAhead);
+    std::uint32_t fps[kRing];
+    if constexpr (kHinted) {
+        for (std::size_t k = 0; k < std::min(n, kSlotAhead); ++k)
+            fps[k] = IdHash::fingerprint(ops[k].order_id);
+    }
     for (std::size_t k = 0; k < n; ++k) {
-        if constexpr (requires { book.prefetch_slot(0); }) {  // Book has them, MapBook not
-            if (k + kSlotAhead < n) book.prefetch_slot(ops[k + kSlotAhead].order_id);
-            if (k + kNodeAhead < n) book.prefetch_node(ops[k + kNodeAhead].order_id);
-            if (k + kLinksAhead < n) book.prefetch_links(ops[k + kLinksAhead].order_id);
+        if constexpr (kHinted) {
+            if (k + kSlotAhead < n) {
+                std::uint32_t fp = IdHash::fingerprint(ops[k + kSlotAhead].order_id);
+                fps[(k + kSlotAhead) % kRing] = fp;
+                book.prefetch_slot(fp);
+            }
+            if (k + kNodeAhead < n) book.prefetch_node(fps[(k + kNodeAhead) % kRing]);
+            if (k + kLinksAhead < n)
+                book.prefetch_links(Key(ops[k + kLinksAhead].order_id,
+                                        fps[(k + kLinksAhead) % kRing]));
         }
         const OpRecord& op = ops[k];
+        auto key = [&] {
+            if constexpr (kHinted) return Key(op.order_id, fps[k % kRing]);
+            else return op.order_id;
+        }();
         auto idx = static_cast<std::uint32_t>(k);  // n < 2^32 is checked by the caller
         auto sink = [&](const Fill& f) {
             fills.push_back(FillRecord{f.resting_id, f.aggressor_id, f.price, f.qty, idx,
@@ -103,26 +125,26 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
         switch (op.op) {
             case std::uint8_t(OpCode::Limit):
                 r = op.side > 1 ? Reason::BadSide
-                                : book.add_limit(op.order_id, Side(op.side), op.price, op.qty, sink);
+                                : book.add_limit(key, Side(op.side), op.price, op.qty, sink);
                 break;
             case std::uint8_t(OpCode::Market):
                 r = op.side > 1 ? Reason::BadSide
-                                : book.add_market(op.order_id, Side(op.side), op.qty, out, sink);
+                                : book.add_market(key, Side(op.side), op.qty, out, sink);
                 break;
             case std::uint8_t(OpCode::Cancel):
-                r = book.cancel(op.order_id, out);
+                r = book.cancel(key, out);
                 break;
             case std::uint8_t(OpCode::Reduce):
-                r = book.reduce(op.order_id, op.qty, out);
+                r = book.reduce(key, op.qty, out);
                 break;
             case std::uint8_t(OpCode::Execute): {
                 Fill f;
-                r = book.execute(op.order_id, op.qty, f);
+                r = book.execute(key, op.qty, f);
                 if (r == Reason::Ok) sink(f);
                 break;
             }
             case std::uint8_t(OpCode::Replace):
-                r = book.replace(op.order_id, op.new_order_id, op.price, op.qty, sink);
+                r = book.replace(key, op.new_order_id, op.price, op.qty, sink);
                 break;
             default:
                 r = Reason::BadOp;
