@@ -28,7 +28,29 @@
 
 #include "dtypes.hpp"
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 namespace twinmatch {
+
+// malloc for the big tables that are probed at random (the id hash): from 2 MB up,
+// ask Linux for 2 MB pages ("transparent huge pages"), so that a random probe does
+// not also miss the TLB (a 4 KB page covers only 512 slots). Freed with std::free.
+inline void* alloc_big(std::size_t bytes) {
+    constexpr std::size_t kHuge = std::size_t(2) << 20;
+    void* p = nullptr;
+    if (bytes >= kHuge) {
+        p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+        if (p != nullptr) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure is harmless
+#endif
+    } else {
+        p = std::malloc(bytes);
+    }
+    if (p == nullptr) throw std::bad_alloc();
+    return p;
+}
 
 inline constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
 inline constexpr std::int64_t kMaxPrice = 0xFFFF'FFFFll;  // prices are uint32 1..2^32-1
@@ -155,13 +177,12 @@ public:
         k ^= k >> 33;
         return k;
     }
-    // The fingerprint, whose low bits are the home slot. Ids come mostly in sequence
-    // (exchanges number orders 1, 2, 3, ...), so ids in one block of 4096 get
-    // consecutive slots (eight to a cache line, as Python's dict does with its
-    // identity hash for ints), while the blocks themselves, and ids differing only in
-    // their high bits, are scattered by the mixer.
+    // The fingerprint, whose low bits are the home slot: every id is scattered on its
+    // own. (Giving runs of sequential ids neighbouring slots, as Python's dict does,
+    // was measured slower: live ids then sit in long runs, and every erase walks to
+    // the end of its run with a loop whose exit the CPU cannot predict.)
     static std::uint32_t fingerprint(std::uint64_t k) {
-        return static_cast<std::uint32_t>((mix(k >> 3) >> 32) + (k & 7));
+        return static_cast<std::uint32_t>(mix(k) >> 32);
     }
     std::uint64_t home(std::uint64_t key) const { return fingerprint(key) & mask_; }
 
@@ -209,16 +230,8 @@ public:
     }
     std::uint64_t capacity() const { return mask_ + 1; }
     std::uint64_t size() const { return size_; }
-    // Batch hints: start loading the key's home slot; or, once it is cached, the
-    // node of the first fingerprint match (unconfirmed: it is only a hint).
+    // Batch hint: start loading the home slot of a fingerprint.
     void prefetch(std::uint32_t fp) const { __builtin_prefetch(&slots_[fp & mask_]); }
-    void prefetch_node(std::uint32_t fp, const NodePool& pool) const {
-        for (std::uint64_t i = fp & mask_;; i = (i + 1) & mask_) {
-            Slot s = slots_[i];
-            if (s.node == kNil) return;
-            if (s.fp == fp) return __builtin_prefetch(&pool[s.node]);
-        }
-    }
 
 private:
     struct Slot {
@@ -230,8 +243,7 @@ private:
     static constexpr std::uint64_t kMaxSlots = std::uint64_t(1) << 32;
 
     void alloc_table(std::uint64_t cap) {
-        auto* p = static_cast<Slot*>(std::malloc(cap * sizeof(Slot)));
-        if (p == nullptr) throw std::bad_alloc();
+        auto* p = static_cast<Slot*>(alloc_big(cap * sizeof(Slot)));
         for (std::uint64_t i = 0; i < cap; ++i) p[i].node = kNil;
         slots_ = p;
         mask_ = cap - 1;
@@ -451,8 +463,8 @@ public:
     // Best price (0 if none) and its level.
     std::uint32_t best(Side side, std::uint64_t& qty) {
         qty = 0;
-        if (best_[idx(side)] == kNone[idx(side)]) return 0;
-        auto price = static_cast<std::uint32_t>(best_[idx(side)]);
+        if (best_[idx(side)] == kNoKey) return 0;
+        std::uint32_t price = key_price(side, best_[idx(side)]);
         qty = level_of(price, side)->total;
         return price;
     }
@@ -510,7 +522,7 @@ public:
                 bits.reset(i);
             }
             far_[s].clear();
-            best_[s] = kNone[s];
+            best_[s] = kNoKey;
         }
         pool_.clear();
         ids_.clear();
@@ -518,19 +530,10 @@ public:
     }
 
     // --8<-- [start:prefetch]
-    // Batch-only hints: apply() knows the next operations, so it asks the memory
-    // system for their hash slot several ops ahead, then (once the slot is cached)
-    // for the order node. They change nothing; a wrong guess only wastes a load.
+    // A batch-only hint: apply() knows the next operations, so it asks the memory
+    // system for an id's hash slot several ops ahead (given its fingerprint). It
+    // changes nothing; in a big book it turns a cache miss per new id into a hit.
     void prefetch_slot(std::uint32_t fp) const { ids_.prefetch(fp); }
-    void prefetch_node(std::uint32_t fp) const { ids_.prefetch_node(fp, pool_); }
-    // Last stage (node now cached): its queue neighbours, which a cancel relinks.
-    void prefetch_links(Key key) const {
-        std::uint32_t i = find(key);
-        if (i == kNil) return;
-        const Node& n = pool_[i];
-        if (n.prev != kNil) __builtin_prefetch(&pool_[n.prev]);
-        if (n.next != kNil) __builtin_prefetch(&pool_[n.next]);
-    }
     // --8<-- [end:prefetch]
 
     // Internals, for tests and the book's layout table.
@@ -592,31 +595,43 @@ private:
     // --8<-- [end:window]
 
     // --8<-- [start:best]
-    // The best price of each side is cached in best_ (kNone[side] when the side is
-    // empty): a new order can only improve it, and it is searched for again (bitset
-    // descent plus a look at the far map) only when the best level itself empties.
-    // So a passive order checks "does it cross?" with one comparison.
-    static constexpr std::uint64_t kNone[2] = {0, std::uint64_t(1) << 32};  // below/above any price
-
+    // The best price of each side is cached in best_ (kNoKey when the side is empty):
+    // a new order can only improve it, and it is searched for again (bitset descent
+    // plus a look at the far map) only when the best level itself empties. So a
+    // passive order checks "does it cross?" with one comparison.
+    //
+    // It is stored as a key where larger is better on both sides (bids: the price,
+    // asks: minus the price), so the code has no `if (side == Buy)` branch: sides
+    // arrive in random order, and a branch on them is mispredicted half the time.
+    static constexpr std::int64_t kNoKey = -(std::int64_t(1) << 40);  // worse than any price
+    static std::int64_t price_key(Side side, std::uint64_t price) {
+        auto s = static_cast<std::int64_t>(side);                // 0 buy, 1 sell
+        return (static_cast<std::int64_t>(price) ^ -s) + s;      // price, or -price for sell
+    }
+    static std::uint32_t key_price(Side side, std::int64_t key) {
+        return static_cast<std::uint32_t>(price_key(side, static_cast<std::uint64_t>(key)));
+    }
     // Would an aggressor on `side` with this limit trade against the best opposite level?
+    // (the opposite side's best is at least as good, from its own side, as the limit)
     bool crosses(Side side, std::uint64_t limit) const {
-        return side == Side::Buy ? best_[1] <= limit : best_[0] >= limit;
+        Side rest = opposite(side);
+        return best_[idx(rest)] >= price_key(rest, limit);
     }
     void improve_best(Side side, std::uint32_t price) {
-        if (side == Side::Buy) best_[0] = std::max<std::uint64_t>(best_[0], price);
-        else best_[1] = std::min<std::uint64_t>(best_[1], price);
+        best_[idx(side)] = std::max(best_[idx(side)], price_key(side, price));
     }
-    // The best price of one side found from scratch, or kNone[side].
-    std::uint64_t scan_best(Side side) const {
+    // The best key of one side found from scratch, or kNoKey.
+    std::int64_t scan_best(Side side) const {
         const LevelBitset& bits = bits_[idx(side)];
         const auto& far = far_[idx(side)];
-        std::uint64_t p = kNone[idx(side)];
-        if (!bits.empty()) p = base_ + (side == Side::Buy ? bits.highest() : bits.lowest());
+        std::int64_t k = kNoKey;
+        if (!bits.empty())
+            k = price_key(side, base_ + (side == Side::Buy ? bits.highest() : bits.lowest()));
         if (!far.empty()) [[unlikely]] {
-            std::uint64_t fp = side == Side::Buy ? far.rbegin()->first : far.begin()->first;
-            p = side == Side::Buy ? std::max(p, fp) : std::min(p, fp);
+            std::uint32_t fp = side == Side::Buy ? far.rbegin()->first : far.begin()->first;
+            k = std::max(k, price_key(side, fp));
         }
-        return p;
+        return k;
     }
 
     // Drop an emptied level: clear its bit, or erase it from the far map.
@@ -627,7 +642,7 @@ private:
         } else {
             far_[idx(side)].erase(price);
         }
-        if (price == best_[idx(side)]) best_[idx(side)] = scan_best(side);
+        if (price_key(side, price) == best_[idx(side)]) best_[idx(side)] = scan_best(side);
     }
     // --8<-- [end:best]
 
@@ -636,11 +651,11 @@ private:
     // the quantity left. Each trade is at the resting order's price; within a level
     // the oldest order (the FIFO head) trades first.
     template <class Sink>
-    std::uint32_t match(std::uint64_t id, Side side, std::uint64_t limit, std::uint32_t qty,
+    [[gnu::noinline]] std::uint32_t match(std::uint64_t id, Side side, std::uint64_t limit, std::uint32_t qty,
                         Sink& sink) {
         Side rest_side = opposite(side);
         while (qty > 0 && crosses(side, limit)) {
-            auto price = static_cast<std::uint32_t>(best_[idx(rest_side)]);
+            std::uint32_t price = key_price(rest_side, best_[idx(rest_side)]);
             Level* l = level_of(price, rest_side);  // exists: it is the best level
             std::uint32_t i = l->head;
             while (qty > 0 && i != kNil) {
@@ -668,8 +683,10 @@ private:
 
     // Match, then rest any remainder at the back of its level's queue.
     // Precondition: reserve_one() (or a remove()) since the last allocation.
+    // Inlined: it is most of add_limit, and a call would cost a register save and
+    // restore on every passive order (the common case), which never calls match().
     template <class Sink>
-    void enter(Key key, Side side, std::uint32_t price, std::uint32_t qty, Sink& sink) {
+    [[gnu::always_inline]] void enter(Key key, Side side, std::uint32_t price, std::uint32_t qty, Sink& sink) {
         if (crosses(side, price)) {  // one comparison against the cached best
             qty = match(key.id, side, price, qty, sink);
             if (qty == 0) return;
@@ -717,11 +734,16 @@ private:
     }
 
     // Unlink a resting order from its level's FIFO and forget it.
-    void remove(std::uint32_t i) {
+    [[gnu::always_inline]] void remove(std::uint32_t i) {
         Node& n = pool_[i];
         Level* l = level_of(n.price, n.side);
-        if (n.prev != kNil) pool_[n.prev].next = n.next; else l->head = n.next;
-        if (n.next != kNil) pool_[n.next].prev = n.prev; else l->tail = n.prev;
+        // Which link points at n: the previous node's `next`, or the level's head when n
+        // is the oldest (likewise `prev` / tail). Chosen with a conditional move, not a
+        // branch: whether a cancelled order is first or last in its queue is random.
+        std::uint32_t* into_prev = n.prev != kNil ? &pool_[n.prev != kNil ? n.prev : i].next : &l->head;
+        std::uint32_t* into_next = n.next != kNil ? &pool_[n.next != kNil ? n.next : i].prev : &l->tail;
+        *into_prev = n.next;
+        *into_next = n.prev;
         l->total -= n.qty;
         if (--l->count == 0) drop_level(n.price, n.side);
         ids_.erase(n.fp, i);
@@ -736,7 +758,7 @@ private:
     std::map<std::uint32_t, Level> far_[2];  // levels outside the window (slow path)
     NodePool pool_;
     IdHash ids_;
-    std::uint64_t best_[2] = {kNone[0], kNone[1]};  // best bid, best ask (see crosses())
+    std::int64_t best_[2] = {kNoKey, kNoKey};  // best bid, best ask as keys (see crosses())
     std::size_t n_orders_ = 0;
     std::uint64_t recentres_ = 0;
 };
