@@ -90,6 +90,7 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
     // (Prefetching the order node and its queue neighbours too was measured to cost
     // more than it saved: in a realistic book they are already in cache.)
     constexpr std::size_t kSlotAhead = 16;
+    constexpr std::size_t kOpsAhead = 4096 / sizeof(OpRecord);  // one page ahead
     // Book (not MapBook) hashes each id once, kSlotAhead ops early, and keeps the
     // fingerprint in a small ring until the op itself comes round.
     constexpr bool kHinted = requires { book.prefetch_slot(0u); };
@@ -102,6 +103,9 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
     }
     for (std::size_t k = 0; k < n; ++k) {
         if constexpr (kHinted) {
+            // The op stream itself: the hardware prefetcher stops at each 4 KB page
+            // boundary, and profiles showed the loop waiting for the next op to load.
+            if (k + kOpsAhead < n) __builtin_prefetch(&ops[k + kOpsAhead]);
             if (k + kSlotAhead < n) {
                 std::uint32_t fp = IdHash::fingerprint(ops[k + kSlotAhead].order_id);
                 fps[(k + kSlotAhead) % kRing] = fp;
