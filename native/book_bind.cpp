@@ -15,7 +15,6 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
-#include <exception>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -31,22 +30,29 @@ using namespace twinmatch;
 
 namespace {
 
-// OrderRejected(ValueError), created in register_book; a C++ Rejected thrown by a
-// per-call method is translated into it with .order_id and .reason set.
+// OrderRejected(ValueError), created in register_book.
 PyObject* g_order_rejected = nullptr;
 
-struct Rejected : std::exception {
-    std::uint64_t order_id;
-    Reason reason;
-    std::string message;
-    Rejected(std::uint64_t id, Reason r)
-        : order_id(id), reason(r),
-          message("order " + std::to_string(id) + " rejected: " + reason_name(r)) {}
-    const char* what() const noexcept override { return message.c_str(); }
-};
+// --8<-- [start:reject]
+// A per-call method that is rejected raises OrderRejected(order_id, reason) without a
+// C++ throw (throwing, unwinding and translating cost microseconds): it sets the
+// Python error and returns a null object, which nanobind hands back to Python as
+// "an exception is set". Methods return nb::object so that they can return null.
+nb::object reject(std::uint64_t id, Reason r) {
+    PyObject* exc = PyObject_CallFunction(g_order_rejected, "Ks",
+                                          static_cast<unsigned long long>(id), reason_name(r));
+    if (exc != nullptr) {  // else calling the class failed, and its error is already set
+        PyErr_SetObject(g_order_rejected, exc);
+        Py_DECREF(exc);
+    }
+    return nb::object();
+}
+// --8<-- [end:reject]
 
-void check(Reason r, std::uint64_t id) {
-    if (r != Reason::Ok) [[unlikely]] throw Rejected(id, r);
+// The Python value of a result: moved into a new Python object.
+template <class T>
+nb::object to_py(T&& v) {
+    return nb::cast(std::forward<T>(v), nb::rv_policy::move);
 }
 
 // The per-call API takes side as an int so that Side members and plain 0/1 both work;
@@ -245,10 +251,10 @@ void bind_api(nb::class_<Bound<B>>& cls) {
            [](BB& b, std::uint64_t id, std::int64_t side, std::int64_t price, std::int64_t qty) {
                Side s = to_side(side);
                std::vector<Fill> fills;
-               check(b.idle().add_limit(id, s, price, qty,
-                                        [&](const Fill& f) { fills.push_back(f); }),
-                     id);
-               return fills;
+               Reason r = b.idle().add_limit(id, s, price, qty,
+                                             [&](const Fill& f) { fills.push_back(f); });
+               if (r != Reason::Ok) [[unlikely]] return reject(id, r);
+               return to_py(std::move(fills));
            },
            "order_id"_a, "side"_a, "price"_a, "qty"_a,
            nb::sig("def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) "
@@ -260,10 +266,10 @@ void bind_api(nb::class_<Bound<B>>& cls) {
                 Side s = to_side(side);
                 std::vector<Fill> fills;
                 std::uint64_t unfilled = 0;
-                check(b.idle().add_market(id, s, qty, unfilled,
-                                          [&](const Fill& f) { fills.push_back(f); }),
-                      id);
-                return std::make_pair(std::move(fills), unfilled);
+                Reason r = b.idle().add_market(id, s, qty, unfilled,
+                                               [&](const Fill& f) { fills.push_back(f); });
+                if (r != Reason::Ok) [[unlikely]] return reject(id, r);
+                return to_py(std::make_pair(std::move(fills), unfilled));
             },
             "order_id"_a, "side"_a, "qty"_a,
             nb::sig("def add_market(self, order_id: int, side: Side | int, qty: int) "
@@ -273,27 +279,30 @@ void bind_api(nb::class_<Bound<B>>& cls) {
             "cancel",
             [](BB& b, std::uint64_t id) {
                 std::uint64_t removed = 0;
-                check(b.idle().cancel(id, removed), id);
-                return removed;
+                Reason r = b.idle().cancel(id, removed);
+                if (r != Reason::Ok) [[unlikely]] return reject(id, r);
+                return to_py(removed);
             },
-            "order_id"_a, "Remove a resting order; returns the qty removed.")
+            "order_id"_a, nb::sig("def cancel(self, order_id: int) -> int"), "Remove a resting order; returns the qty removed.")
         .def(
             "reduce",
             [](BB& b, std::uint64_t id, std::int64_t qty) {
                 std::uint64_t left = 0;
-                check(b.idle().reduce(id, qty, left), id);
-                return left;
+                Reason r = b.idle().reduce(id, qty, left);
+                if (r != Reason::Ok) [[unlikely]] return reject(id, r);
+                return to_py(left);
             },
-            "order_id"_a, "qty"_a,
+            "order_id"_a, "qty"_a, nb::sig("def reduce(self, order_id: int, qty: int) -> int"),
             "Partially cancel (keeps priority); returns the qty left (0 = removed).")
         .def(
             "execute",
             [](BB& b, std::uint64_t id, std::int64_t qty) {
                 Fill f{};
-                check(b.idle().execute(id, qty, f), id);
-                return f;
+                Reason r = b.idle().execute(id, qty, f);
+                if (r != Reason::Ok) [[unlikely]] return reject(id, r);
+                return to_py(f);
             },
-            "order_id"_a, "qty"_a,
+            "order_id"_a, "qty"_a, nb::sig("def execute(self, order_id: int, qty: int) -> Fill"),
             "A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).")
         .def(
             "replace",
@@ -302,10 +311,13 @@ void bind_api(nb::class_<Bound<B>>& cls) {
                 std::vector<Fill> fills;
                 Reason r = b.idle().replace(old_id, new_id, price, qty,
                                             [&](const Fill& f) { fills.push_back(f); });
-                check(r, r == Reason::DuplicateId ? new_id : old_id);
-                return fills;
+                if (r != Reason::Ok) [[unlikely]]
+                    return reject(r == Reason::DuplicateId ? new_id : old_id, r);
+                return to_py(std::move(fills));
             },
             "order_id"_a, "new_order_id"_a, "price"_a, "qty"_a,
+            nb::sig("def replace(self, order_id: int, new_order_id: int, price: int, qty: int) "
+                    "-> list[Fill]"),
             "The old order leaves; the new one (same side) enters, loses priority, may match.")
         .def(
             "best_bid",
@@ -404,18 +416,6 @@ void register_book(nb::module_& m) {
     nb::object cls = ns["OrderRejected"];
     m.attr("OrderRejected") = cls;
     g_order_rejected = cls.release().ptr();  // kept for the life of the process
-    nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-        try {
-            std::rethrow_exception(p);
-        } catch (const Rejected& e) {
-            try {
-                nb::object exc = nb::borrow(g_order_rejected)(e.order_id, reason_name(e.reason));
-                PyErr_SetObject(g_order_rejected, exc.ptr());
-            } catch (nb::python_error& err) {
-                err.restore();
-            }
-        }
-    });
 
     nb::class_<Fill>(m, "Fill", "One trade: compares equal to the tuple "
                                "(resting_id, aggressor_id, price, qty, aggressor_side).")
