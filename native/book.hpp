@@ -649,10 +649,11 @@ private:
     // --8<-- [start:match]
     // Match an aggressor against the opposite side while it crosses `limit`; returns
     // the quantity left. Each trade is at the resting order's price; within a level
-    // the oldest order (the FIFO head) trades first.
+    // the oldest order (the FIFO head) trades first. Not inlined: most orders do not
+    // cross, and inlining it would bloat the batch loop.
     template <class Sink>
-    [[gnu::noinline]] std::uint32_t match(std::uint64_t id, Side side, std::uint64_t limit, std::uint32_t qty,
-                        Sink& sink) {
+    [[gnu::noinline]] std::uint32_t match(std::uint64_t id, Side side, std::uint64_t limit,
+                                          std::uint32_t qty, Sink& sink) {
         Side rest_side = opposite(side);
         while (qty > 0 && crosses(side, limit)) {
             std::uint32_t price = key_price(rest_side, best_[idx(rest_side)]);
@@ -686,7 +687,8 @@ private:
     // Inlined: it is most of add_limit, and a call would cost a register save and
     // restore on every passive order (the common case), which never calls match().
     template <class Sink>
-    [[gnu::always_inline]] void enter(Key key, Side side, std::uint32_t price, std::uint32_t qty, Sink& sink) {
+    [[gnu::always_inline]] void enter(Key key, Side side, std::uint32_t price, std::uint32_t qty,
+                                      Sink& sink) {
         if (crosses(side, price)) {  // one comparison against the cached best
             qty = match(key.id, side, price, qty, sink);
             if (qty == 0) return;
@@ -740,10 +742,10 @@ private:
         // Which link points at n: the previous node's `next`, or the level's head when n
         // is the oldest (likewise `prev` / tail). Chosen with a conditional move, not a
         // branch: whether a cancelled order is first or last in its queue is random.
-        std::uint32_t* into_prev = n.prev != kNil ? &pool_[n.prev != kNil ? n.prev : i].next : &l->head;
-        std::uint32_t* into_next = n.next != kNil ? &pool_[n.next != kNil ? n.next : i].prev : &l->tail;
-        *into_prev = n.next;
-        *into_next = n.prev;
+        std::uint32_t& into_prev = n.prev != kNil ? pool_[n.prev].next : l->head;
+        std::uint32_t& into_next = n.next != kNil ? pool_[n.next].prev : l->tail;
+        into_prev = n.next;
+        into_next = n.prev;
         l->total -= n.qty;
         if (--l->count == 0) drop_level(n.price, n.side);
         ids_.erase(n.fp, i);

@@ -283,7 +283,8 @@ void bind_api(nb::class_<Bound<B>>& cls) {
                 if (r != Reason::Ok) [[unlikely]] return reject(id, r);
                 return to_py(removed);
             },
-            "order_id"_a, nb::sig("def cancel(self, order_id: int) -> int"), "Remove a resting order; returns the qty removed.")
+            "order_id"_a, nb::sig("def cancel(self, order_id: int) -> int"),
+            "Remove a resting order; returns the qty removed.")
         .def(
             "reduce",
             [](BB& b, std::uint64_t id, std::int64_t qty) {
