@@ -221,6 +221,10 @@ double run_batch(Bound<B>& b, const OpsView& ops) {
     b.idle();
     b.fills.clear();
     b.rejects.clear();
+    // Room for one fill per op (a realistic stream has far fewer), so the vector does
+    // not regrow, copying what it holds, in the middle of the loop. Only pages that
+    // get written are ever touched; the cap bounds the address space reserved.
+    b.fills.reserve(std::min<std::size_t>(ops.n, std::size_t(1) << 21));
     b.busy = true;
     std::chrono::steady_clock::duration took{};
     try {
