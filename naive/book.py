@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import enum
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -150,6 +151,19 @@ class Book:
         if found is None:
             return None
         return found.side, found.price, found.qty
+
+    # --8<-- [start:walk]
+    def walk(self, side: Side) -> Iterator[tuple[int, int, int, int]]:
+        """Every resting order of one side as (price, priority, order id, qty).
+
+        Levels best first; within a level, oldest first (priority 0 trades next).
+        """
+        side = Side(side)
+        prices = self._prices[side]
+        for price in reversed(prices) if side == Side.BUY else prices:
+            for priority, order in enumerate(self._levels[side][price].orders.values()):
+                yield price, priority, order.order_id, order.qty
+    # --8<-- [end:walk]
 
     # ------------------------------------------------------------- operations
 

@@ -529,6 +529,44 @@ public:
     }
     // --8<-- [end:prefetch]
 
+    // --8<-- [start:for_each_order]
+    // Every resting order of one side: levels best first (highest bid, lowest ask), the
+    // window's levels merged with the far map's as in depth(), and each level's queue
+    // oldest first. Calls f(price, priority, id, qty), priority being the 0-based place
+    // in the level's queue. Read-only; the market uses it to write the books CSV.
+    template <class F>
+    void for_each_order(Side side, F&& f) const {
+        const LevelBitset& bits = bits_[idx(side)];
+        const auto& far = far_[idx(side)];
+        std::uint64_t w = LevelBitset::npos;
+        if (!bits.empty()) w = side == Side::Buy ? bits.highest() : bits.lowest();
+        auto fa = far.begin();
+        auto fd = far.rbegin();
+        auto walk = [&](std::uint32_t price, const Level& l) {
+            std::uint64_t priority = 0;
+            for (std::uint32_t i = l.head; i != kNil; i = pool_[i].next)
+                f(price, priority++, pool_[i].id, pool_[i].qty);
+        };
+        for (;;) {
+            bool have_w = w != LevelBitset::npos;
+            bool have_f = side == Side::Buy ? fd != far.rend() : fa != far.end();
+            if (!have_w && !have_f) return;
+            std::uint32_t fp = have_f ? (side == Side::Buy ? fd->first : fa->first) : 0;
+            std::uint32_t wp = have_w ? static_cast<std::uint32_t>(base_ + w) : 0;
+            if (have_w && (!have_f || (side == Side::Buy ? wp > fp : wp < fp))) {
+                walk(wp, levels_[w]);
+                w = side == Side::Buy ? bits.prev_below(w) : bits.next_above(w);
+            } else if (side == Side::Buy) {
+                walk(fp, fd->second);
+                ++fd;
+            } else {
+                walk(fp, fa->second);
+                ++fa;
+            }
+        }
+    }
+    // --8<-- [end:for_each_order]
+
     // Internals, for tests and the book's layout table.
     std::uint64_t window_levels() const { return window_; }
     std::uint64_t window_base() const { return base_; }

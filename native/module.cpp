@@ -10,6 +10,7 @@ void register_pcap(nb::module_& m);
 void register_orders(nb::module_& m);
 void register_gen(nb::module_& m);
 void register_exercises(nb::module_& m);
+void register_market(nb::module_& m);
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -21,4 +22,5 @@ NB_MODULE(_native, m) {
     register_orders(m);
     register_gen(m);
     register_exercises(m);
+    register_market(m);
 }

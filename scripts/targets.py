@@ -102,6 +102,24 @@ TARGETS: tuple[Target, ...] = (
         ("day/sum_bytes",),
         0.3,
     ),
+    Target(
+        "chapter 5",
+        "replay-book-vs-naive",
+        "replay book mode: optimized >= 50x naive (5M-message day, end to end)",
+        "replay",
+        ("book/optimized",),
+        ("book/naive",),
+        50.0,
+    ),
+    Target(
+        "chapter 5",
+        "replay-match-vs-naive",
+        "replay match mode: optimized >= 50x naive (5M-message flow, end to end)",
+        "replay",
+        ("match/optimized",),
+        ("match/naive",),
+        50.0,
+    ),
 )
 
 

@@ -126,9 +126,11 @@ and ``timestamp`` (ns since midnight). Fields a message lacks are 0 (``stock`` i
 
 Which messages produce events, and what each fills:
 
-====  =====================  =====================================================
+====  =====================  ==============================================
+
 type  message                fields
-====  =====================  =====================================================
+====  =====================  ==============================================
+
 S     system event           side = event code (O S Q M E C)
 R     stock directory        stock (so replay can map locate -> symbol)
 H     stock trading action   stock, side = trading state (H P Q T)
@@ -145,7 +147,8 @@ Q     cross trade            order_ref = cross shares (u64 on the wire, too wide
                              ``shares``), price, match_number, stock,
                              printable = cross type (O C H I ...)
 B     broken trade           match_number
-====  =====================  =====================================================
+====  =====================  ==============================================
+
 
 The other known types (Y L V W K J h I N O) and unknown types are only counted.
 """
@@ -166,3 +169,20 @@ def records(rows: Sequence[tuple[int, ...]], dtype: np.dtype) -> np.ndarray:
     if rows:
         out[:] = rows
     return out
+
+
+# --8<-- [start:anomalies]
+# Anomaly kinds a book-mode replay counts (naive/market.py, native/market.hpp's Anomaly):
+# things NASDAQ's feed should never say to a handler that saw the whole day.
+ANOMALIES: Final[tuple[str, ...]] = (
+    "unknown_ref",      # E C X D U name no live order
+    "duplicate_ref",    # A F U add a reference that is already live
+    "over_execution",   # E C execute more shares than rest
+    "over_cancel",      # X cancels more shares than rest
+    "crossed",          # A F U would cross the opposite side: not added
+    "bad_price",        # A F U with price 0
+    "bad_shares",       # A F E C X U with 0 shares
+    "bad_side",         # A F with a side other than B / S
+    "locate_mismatch",  # the reference lives in another locate's book (handled there)
+)
+# --8<-- [end:anomalies]

@@ -1,0 +1,439 @@
+"""Many books (chapter 5): both market twins, book and match mode, anomalies, real captures."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import resource
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from twinmatch import cli
+from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE
+from twinmatch.gen import market_day_bytes, write_itch_flow, write_market_day
+from twinmatch.replay import lobster_events, replay, sniff
+
+from .conftest import real_file
+
+IMPLS = ("naive", "optimized")
+SLOW = os.environ.get("TWINMATCH_SLOW") == "1"
+
+
+@pytest.fixture(params=IMPLS)
+def market_impl(request: pytest.FixtureRequest) -> Any:
+    """Each market twin's module in turn."""
+    return importlib.import_module(f"{request.param}.market")
+
+
+def decode(raw: bytes) -> np.ndarray:
+    events: np.ndarray = importlib.import_module("optimized.itch").decode(raw)[0]
+    return events
+
+
+def ev(kind: str, locate: int = 1, ref: int = 0, side: str = "B", shares: int = 0,
+       price: int = 0, new_ref: int = 0, stock: str = "") -> tuple[Any, ...]:
+    return (0, ref, new_ref, 0, shares, price, locate, ord(kind), ord(side), 0,
+            stock.encode().ljust(8) if stock else b"")
+
+
+def events(*rows: tuple[Any, ...]) -> np.ndarray:
+    return np.array(list(rows), dtype=EVENT_DTYPE)
+
+
+def fill_tuples(fills: np.ndarray) -> list[tuple[int, ...]]:
+    return [tuple(int(x) for x in r) for r in fills.tolist()]
+
+
+# --------------------------------------------------------------- generated days
+
+
+@pytest.fixture(scope="module")
+def day() -> tuple[np.ndarray, str]:
+    raw, books = market_day_bytes(120_000, 60, seed=5)
+    return decode(raw), books.decode()
+
+
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    path = tmp_path_factory.mktemp("flow") / "flow.itch"
+    write_itch_flow(path, 60_000, symbols=40, seed=3)
+    return path, path.with_name("flow.books.csv").read_text()
+
+
+def test_book_mode_reproduces_simulator_books(market_impl: Any, day: tuple[np.ndarray, str]
+                                              ) -> None:
+    events_, books = day
+    m = market_impl.Market("book")
+    fills = m.run(events_)
+    assert m.counts()["anomalies"] == dict.fromkeys(ANOMALIES, 0)
+    assert m.books_csv() == books
+    # E and C are the day's executions: one fill each.
+    assert len(fills) == int(np.isin(events_["type"], [ord("E"), ord("C")]).sum())
+
+
+def test_book_mode_in_batches_is_the_same(market_impl: Any, day: tuple[np.ndarray, str]) -> None:
+    events_, books = day
+    m = market_impl.Market("book")
+    for chunk in np.array_split(events_, 7):
+        m.run(chunk)
+    assert m.books_csv() == books
+
+
+def test_match_mode_identical_fills_and_books(flow: tuple[Path, str]) -> None:
+    path, books = flow
+    results = [replay(path, impl, "match", keep_fills=True) for impl in IMPLS]
+    naive, opt = results
+    assert naive.fills is not None and opt.fills is not None
+    assert len(naive.fills) > 100
+    assert len(naive.fills) == len(opt.fills) and bool((naive.fills == opt.fills).all())
+    assert naive.market.books_csv() == opt.market.books_csv() == books
+    for key in ("fills", "volume", "anomalies", "rejects", "live_orders", "top"):
+        assert naive.report[key] == opt.report[key]
+
+
+# ----------------------------------------------------------------- anomalies
+
+ANOMALY_CASES = {
+    "unknown_execution": ([ev("E", ref=99, shares=5)], {"unknown_ref": 1}),
+    "unknown_replace": ([ev("U", ref=99, new_ref=100, shares=5, price=10)], {"unknown_ref": 1}),
+    "over_execution": ([ev("A", ref=1, shares=10, price=100), ev("E", ref=1, shares=11)],
+                       {"over_execution": 1}),
+    "over_cancel": ([ev("A", ref=1, shares=10, price=100), ev("X", ref=1, shares=11)],
+                    {"over_cancel": 1}),
+    "delete_twice": ([ev("A", ref=1, shares=10, price=100), ev("D", ref=1), ev("D", ref=1)],
+                     {"unknown_ref": 1}),
+    "crossed_add": ([ev("A", ref=1, side="S", shares=10, price=100),
+                     ev("A", ref=2, side="B", shares=5, price=100)], {"crossed": 1}),
+    "crossed_replace": ([ev("A", ref=1, side="S", shares=10, price=100),
+                         ev("A", ref=2, side="B", shares=5, price=90),
+                         ev("U", ref=2, new_ref=3, shares=5, price=101)], {"crossed": 1}),
+    "duplicate_across_books": ([ev("A", locate=1, ref=1, shares=10, price=100),
+                                ev("A", locate=2, ref=1, shares=10, price=100)],
+                               {"duplicate_ref": 1}),
+    "locate_mismatch": ([ev("A", locate=1, ref=1, shares=10, price=100),
+                         ev("D", locate=2, ref=1)], {"locate_mismatch": 1}),
+    "bad_fields": ([ev("A", ref=1, shares=10, price=0), ev("A", ref=2, shares=0, price=5),
+                    ev("A", ref=3, side="x", shares=1, price=5)],
+                   {"bad_price": 1, "bad_shares": 1, "bad_side": 1}),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ANOMALY_CASES))
+def test_anomalies_counted_identically(market_impl: Any, case: str) -> None:
+    rows, expected = ANOMALY_CASES[case]
+    m = market_impl.Market("book")
+    m.run(events(*rows))
+    want = dict.fromkeys(ANOMALIES, 0) | expected
+    assert m.counts()["anomalies"] == want
+
+
+def test_anomaly_changes_nothing(market_impl: Any) -> None:
+    m = market_impl.Market("book")
+    m.run(events(ev("A", ref=1, shares=10, price=100), ev("E", ref=1, shares=11),
+                 ev("X", ref=1, shares=11), ev("A", ref=2, side="S", shares=3, price=100)))
+    assert m.order(1) == (1, 0, 100, 10)
+    assert m.order(2) is None
+    assert len(m) == 1
+
+
+def test_crossed_replace_removes_old(market_impl: Any) -> None:
+    rows, _ = ANOMALY_CASES["crossed_replace"]
+    m = market_impl.Market("book")
+    m.run(events(*rows))
+    assert m.order(2) is None and m.order(3) is None
+    assert len(m) == 1
+
+
+def test_book_mode_executions_and_books_csv(market_impl: Any) -> None:
+    m = market_impl.Market("book")
+    fills = m.run(events(
+        ev("R", locate=7, stock="ZZ"),
+        ev("A", locate=7, ref=1, side="B", shares=10, price=100),
+        ev("A", locate=7, ref=2, side="B", shares=20, price=100),
+        ev("A", locate=7, ref=3, side="S", shares=5, price=2_000_000_000),
+        ev("A", locate=7, ref=4, side="B", shares=5, price=1),
+        ev("E", locate=7, ref=1, shares=4),
+        ev("C", locate=7, ref=2, shares=20, price=99),
+        ev("U", locate=7, ref=4, new_ref=5, shares=6, price=100),
+    ))
+    assert fill_tuples(fills) == [(1, 0, 100, 4, 5, 1), (2, 0, 99, 20, 6, 1)]
+    assert m.books_csv() == (
+        "locate,stock,side,price,priority,order_ref,shares\n"
+        "7,ZZ,B,100,0,1,6\n7,ZZ,B,100,1,5,6\n7,ZZ,S,2000000000,0,3,5\n")
+    assert m.top(7) == ((100, 12), (2_000_000_000, 5))
+    assert m.stock(7) == "ZZ"
+    assert m.activity() == [(7, 7)]
+
+
+def test_match_mode_rules(market_impl: Any) -> None:
+    m = market_impl.Market("match")
+    fills = m.run(events(
+        ev("A", ref=1, side="S", shares=10, price=100),
+        ev("A", ref=2, side="S", shares=10, price=101),
+        ev("E", ref=1, shares=5),                     # ignored: the engine makes its own
+        ev("A", ref=3, side="B", shares=15, price=101),
+        ev("D", ref=1),                                # filled already: unknown
+        ev("A", ref=4, side="B", shares=3, price=0),  # market order
+        ev("A", ref=2, side="B", shares=3, price=50),  # duplicate
+    ))
+    assert fill_tuples(fills) == [(1, 3, 100, 10, 3, 0), (2, 3, 101, 5, 3, 0),
+                                  (2, 4, 101, 3, 5, 0)]
+    assert m.counts()["rejects"]["unknown_id"] == 1
+    assert m.counts()["rejects"]["duplicate_id"] == 1
+    assert m.order(2) == (1, 1, 101, 2)
+    assert m.volume == 18 and m.fills == 3
+
+
+def test_wide_prices_many_symbols_memory_bounded(market_impl: Any) -> None:
+    """8,000+ symbols, prices from $0.0001 to $200,000: memory follows the orders."""
+    n_sym = 8_200
+    rows = [ev("R", locate=s, stock=f"S{s}") for s in range(1, n_sym + 1)]
+    prices = [1, 2_000_000_000, 50, 1_999_999_000, 10_000, 123_456_789]
+    ref = 1
+    for s in range(1, n_sym + 1):
+        for k, p in enumerate(prices):
+            rows.append(ev("A", locate=s, ref=ref, side="B" if k % 2 == 0 else "S",
+                           shares=1 + k, price=p if k % 2 else min(p, 9_999)))
+            ref += 1
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    m = market_impl.Market("book")
+    m.run(events(*rows))
+    grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert len(m) == n_sym * len(prices)
+    assert m.books == n_sym
+    assert sum(m.counts()["anomalies"].values()) == 0
+    assert grew_mb < 600, f"{grew_mb:.0f} MB for {len(m):,} orders"
+
+
+def test_twins_agree_on_wide_books() -> None:
+    rows = [ev("A", locate=1 + i % 3, ref=i + 1, side="B" if i % 2 else "S",
+               shares=1 + i, price=(i * 7919) % 5000 + (10_000 if i % 2 == 0 else 1))
+            for i in range(400)]
+    out = []
+    for impl in IMPLS:
+        m = importlib.import_module(f"{impl}.market").Market("book")
+        m.run(events(*rows))
+        out.append(m.books_csv())
+    assert out[0] == out[1]
+
+
+def test_bad_mode_and_dtype(market_impl: Any) -> None:
+    with pytest.raises(ValueError):
+        market_impl.Market("auction")
+    with pytest.raises(TypeError):
+        market_impl.Market("book").run(np.zeros(3, dtype=np.uint8))
+
+
+# --------------------------------------------------------------- real captures
+
+REAL_EXPECTED = {
+    # D of an order added before the capture began; 38 A/F rest.
+    "moldudp64-multiple-packets.pcap": ({"unknown_ref": 1}, 38),
+    "moldudp64-add-order.pcap": ({}, 1),
+    "moldudp64-20230822-add-order-sanitized.pcap": ({}, 5),
+    # Executions of orders added before the capture: all unknown.
+    "moldudp64-20230822-order-executed-sanitized.pcap": ({"unknown_ref": 5}, 0),
+    "stock-directory-sample.itch": ({}, 0),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_EXPECTED))
+@pytest.mark.parametrize("impl", IMPLS)
+def test_real_captures(name: str, impl: str) -> None:
+    anomalies, live = REAL_EXPECTED[name]
+    result = replay(real_file(name), impl, "book")
+    assert result.report["anomalies"] == dict.fromkeys(ANOMALIES, 0) | anomalies
+    assert result.report["live_orders"] == live
+
+
+def test_real_directory_names_locates() -> None:
+    result = replay(real_file("stock-directory-sample.itch"), "optimized")
+    assert result.market.stock(13) == "AAPL"
+
+
+
+
+
+
+
+
+
+
+
+
+
+def lobster_book_rows(path: Path) -> np.ndarray:
+    return np.loadtxt(path, delimiter=",", dtype=np.int64)
+
+
+# --8<-- [start:lobster_oracle]
+def resync(market: Any, side: int, price: int, want: int, next_ref: list[int],
+           seeds: dict[tuple[int, int], list[int]]) -> None:
+    """Make our level at (side, price) hold ``want`` shares: add a stand-in order for
+    shares we lack, or take shares off the level's youngest orders for shares we have
+    too many of (changes the window made while the level was out of sight)."""
+    levels = {p: q for p, q, _ in market.depth(1, side, 10**6)}
+    have = levels.get(price, 0)
+    if want > have:
+        next_ref[0] += 1
+        market.run(events(ev("A", ref=next_ref[0], side="BS"[side], shares=want - have,
+                             price=price)))
+        seeds.setdefault((side, price), []).append(next_ref[0])
+        return
+    excess = have - want
+    rows = [r.split(",") for r in market.books_csv().splitlines()[1:]]
+    queue = [r for r in rows if r[2] == "BS"[side] and int(r[3]) == price]
+    for r in reversed(queue):
+        if excess == 0:
+            break
+        take = min(excess, int(r[6]))
+        market.run(events(ev("D" if take == int(r[6]) else "X", ref=int(r[5]), shares=take)))
+        excess -= take
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_lobster_orderbook_reproduced(impl: str) -> None:
+    """Replay LOBSTER messages; reproduce the 10-level orderbook file for what it shows.
+
+    Two things are unknown. The book before 09:30:00: the first orderbook row (the book
+    after message 1) seeds one stand-in order per level, and a message about an order
+    the window never showed (an ``unknown_ref`` anomaly) is applied to the stand-in at its
+    price. And LOBSTER's level-10 message file leaves out every event beyond the 10th
+    level: while a level is out of sight it can change silently. So a level that was
+    visible in the previous row must match exactly (every change to it came through a
+    message), and a level that comes back into sight is resynchronised and counted.
+    """
+    orders = importlib.import_module(f"{impl}.orders")
+    messages = orders.read_lobster(real_file("lobster-AAPL-2012-06-21-message-10.csv"))
+    book = lobster_book_rows(real_file("lobster-AAPL-2012-06-21-orderbook-10.csv"))
+    market = importlib.import_module(f"{impl}.market").Market("book")
+    evs = lobster_events(messages, "AAPL")  # evs[0] is the R; evs[1] is message 1
+    first = book[0].reshape(10, 4)
+    seeds: dict[tuple[int, int], list[int]] = {}  # (side, price) -> stand-in refs
+    seed_rows = [ev("R", stock="AAPL")]
+    for level, (ask, ask_size, bid, bid_size) in enumerate(first.tolist()):
+        for side, price, size in ((1, ask, ask_size), (0, bid, bid_size)):
+            if size > 0:
+                ref = 10**15 + 2 * level + side
+                seeds[(side, price)] = [ref]
+                seed_rows.append(ev("A", ref=ref, side="BS"[side], shares=size, price=price))
+    market.run(events(*seed_rows))
+    next_ref = [2 * 10**15]
+    unknown = checked = resynced = 0
+    for k in range(2, len(evs)):
+        e = evs[k:k + 1]
+        before = market.counts()["anomalies"]["unknown_ref"]
+        market.run(e)
+        if market.counts()["anomalies"]["unknown_ref"] != before:  # a pre-window order
+            unknown += 1
+            left = int(e["shares"][0])
+            for seed in seeds.get((0 if e["side"][0] == ord("B") else 1, int(e["price"][0])),
+                                  []):
+                found = market.order(seed)
+                if found is None or left == 0:
+                    continue
+                take = min(left, found[3])
+                market.run(events(ev("D" if take == found[3] else "X", ref=seed, shares=take)))
+                left -= take
+        prev, row = book[k - 2].reshape(10, 4), book[k - 1].reshape(10, 4)
+        for side, pc, sc in ((1, 0, 1), (0, 2, 3)):
+            seen_before = {p for p, s in prev[:, [pc, sc]].tolist() if s > 0}
+            ours = {p: q for p, q, _ in market.depth(1, side, 10**6)}
+            for p, s in row[:, [pc, sc]].tolist():
+                if s <= 0:
+                    continue
+                if p in seen_before:
+                    assert ours.get(p, 0) == s, f"message {k}: side {side} price {p}"
+                    checked += 1
+                elif ours.get(p, 0) != s:
+                    resync(market, side, p, s, next_ref, seeds)
+                    resynced += 1
+    assert unknown > 0  # the window does reference orders from before 09:30
+    assert checked > 10 * resynced  # nearly every level is checked, not resynchronised
+    assert market.counts()["anomalies"]["crossed"] == 0
+# --8<-- [end:lobster_oracle]
+
+
+# ----------------------------------------------------------------- the CLI
+
+
+@pytest.fixture(scope="module")
+def day_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("day")
+    write_market_day(out, 20_000, symbols=30, seed=9, formats=("itch", "gz", "pcap", "csv"))
+    return out
+
+
+@pytest.mark.parametrize("name,fmt", [("day.itch", "itch"), ("day.itch.gz", "itch"),
+                                      ("day.pcap", "pcap"), ("day.csv", "messages")])
+def test_cli_replay_every_format(day_files: Path, name: str, fmt: str, tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    assert sniff(day_files / name) == fmt
+    books = tmp_path / "books.csv"
+    fills = tmp_path / "fills.csv"
+    assert cli.main(["replay", str(day_files / name), "--json", "--books", str(books),
+                     "--fills", str(fills)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["messages"] == 20_000
+    assert sum(report["anomalies"].values()) == 0
+    assert books.read_text() == (day_files / "day.books.csv").read_text()
+    assert fills.read_text().count("\n") == 1 + report["fills"]
+    for key in ("by_type", "volume", "rejects", "live_orders", "seconds", "messages_per_s",
+                "peak_rss_mb", "top"):
+        assert key in report
+
+
+def test_cli_replay_csv_and_lobster(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    csv_path = tmp_path / "orders.csv"
+    csv_path.write_text("order_id,price,quantity,side\n1,100,5,1\n2,101,5,0\n3,0,2,0\n1,0,0,1\n")
+    assert sniff(csv_path) == "csv"
+    assert cli.main(["replay", str(csv_path), "--mode", "match", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["fills"] == 1 and report["rejects"]["unknown_id"] == 1
+    lob = real_file("lobster-AAPL-2012-06-21-message-10.csv")
+    assert sniff(lob) == "lobster"
+    assert cli.main(["replay", str(lob), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["top"][0]["stock"] == "AAPL"
+    assert report["anomalies"]["unknown_ref"] > 0
+
+
+def test_cli_compare(day_files: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["compare", str(day_files / "day.itch")]) == 0
+    out = capsys.readouterr().out
+    assert "identical" in out and "DIFFERENT" not in out and "speedup" in out
+
+
+# ------------------------------------------------------------------ scale
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.skipif(not SLOW, reason="set TWINMATCH_SLOW=1 (50M messages, minutes)")
+def test_scale_50m_optimized(tmp_path: Path) -> None:
+    write_market_day(tmp_path, 50_000_000, symbols=8_000, seed=11)
+    result = replay(tmp_path / "day.itch", "optimized", "book")
+    r = result.report
+    print(f"\n50M optimized: {r['seconds']:.1f} s, {r['ns_per_message']:.0f} ns/message, "
+          f"peak {r['peak_rss_mb']:.0f} MB, live {r['live_orders']:,}")
+    assert r["messages"] == 50_000_000
+    assert sum(r["anomalies"].values()) == 0
+    assert result.market.books_csv() == (tmp_path / "day.books.csv").read_text()
+    assert r["peak_rss_mb"] < 4_000
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(3600)
+@pytest.mark.skipif(not SLOW, reason="set TWINMATCH_SLOW=1 (5M messages, naive twin)")
+def test_scale_5m_naive(tmp_path: Path) -> None:
+    write_market_day(tmp_path, 5_000_000, symbols=2_000, seed=12)
+    result = replay(tmp_path / "day.itch", "naive", "book")
+    r = result.report
+    print(f"\n5M naive: {r['seconds']:.1f} s, {r['ns_per_message']:.0f} ns/message, "
+          f"peak {r['peak_rss_mb']:.0f} MB")
+    assert sum(r["anomalies"].values()) == 0
+    assert result.market.books_csv() == (tmp_path / "day.books.csv").read_text()
