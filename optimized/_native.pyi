@@ -302,3 +302,48 @@ GEN_MESSAGES_CSV_HEADER: str
 
 def gen_messages_csv(buffer: object) -> bytes:
     """Framed ITCH messages -> CSV rows (no header), one per message."""
+
+MARKET_ANOMALY_KINDS: int = 9
+
+class Market:
+    """One book per stock locate (native/market.hpp)."""
+
+    def __init__(
+        self, mode: str = "book", window_levels: int = 4096, initial_orders: int = 64
+    ) -> None: ...
+    @property
+    def mode(self) -> str: ...
+    def run_bytes(
+        self, events: numpy.typing.NDArray[numpy.uint8]
+    ) -> numpy.typing.NDArray[numpy.void]:
+        """Apply EVENT_DTYPE records (as raw bytes); returns FILL_DTYPE fills."""
+
+    def raw_counts(self) -> tuple[list[int], list[int], list[int], int, int]:
+        """
+        (events by type byte, anomalies by kind, rejects by reason, fills, volume)
+        """
+
+    def __len__(self) -> int:
+        """Live (resting) orders across all books."""
+
+    @property
+    def books(self) -> int:
+        """Books created so far (one per locate with an order)."""
+
+    def activity(self) -> list[tuple[int, int]]:
+        """(locate, book messages) for every locate that had one, by locate."""
+
+    def stock(self, locate: int) -> str:
+        """The symbol a stock directory (R) message gave the locate, or ''."""
+
+    def top(self, locate: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+        """((bid, qty) | None, (ask, qty) | None) of one locate's book."""
+
+    def depth(self, locate: int, side: int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_ref: int) -> tuple[int, int, int, int] | None:
+        """(locate, side, price, shares) of a live order, or None."""
+
+    def books_csv(self) -> str:
+        """Every resting order as the books CSV (DESIGN.md), header included."""
