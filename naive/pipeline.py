@@ -79,7 +79,7 @@ class Pipeline:
         self.stats: dict[str, Any] = dict.fromkeys(
             ("records", "events", "matched", "fills_produced", "fills_logged",
              "fills_dropped", "parser_stalls", "parser_stall_ns", "engine_stalls",
-             "engine_stall_ns"), 0)
+             "engine_stall_ns", "consumed"), 0)
         self.by_type: dict[str, int] = {}
         self.error: ItchError | None = None
         self.stopped = False
@@ -154,6 +154,7 @@ class Pipeline:
                 start = time.perf_counter_ns()
                 row, off = self._parse_record(mv, off)
                 self.stats["records"] += 1
+                self.stats["consumed"] = off
                 if row is None:
                     continue
                 parsed = time.perf_counter_ns()
