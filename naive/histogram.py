@@ -7,6 +7,8 @@ an increment, so every message can be recorded; percentiles come from the counts
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import math
 from typing import Final
 
@@ -47,12 +49,12 @@ class Histogram:
             return 0
         p = min(max(p, 0.0), 100.0)
         rank = min(max(math.ceil(p / 100.0 * self.count), 1), self.count)
-        seen = 0
-        for i, n in enumerate(self._counts):
-            seen += n
-            if seen >= rank:
-                return min(self.max, (i + 1) * self.width_ns)
-        return self.max
+        # cumulative[i] = values in buckets 0..i; the first bucket where it reaches rank.
+        cumulative = list(itertools.accumulate(self._counts))
+        i = bisect.bisect_left(cumulative, rank)
+        if i == self.buckets:  # in the overflow bucket
+            return self.max
+        return min(self.max, (i + 1) * self.width_ns)
     # --8<-- [end:histogram]
 
     def counts(self) -> list[int]:

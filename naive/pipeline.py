@@ -58,7 +58,7 @@ class Pipeline:
     def __init__(self, mode: str = "match", *, ring_capacity: int = 16,
                  fill_capacity: int = 64, policy: str = "lossless", logger_delay_ns: int = 0,
                  stop_after: int | None = None, batch: int = 64,
-                 hist_width_ns: int = 10_000, hist_buckets: int = 100_000) -> None:
+                 hist_width_ns: int = 1_000, hist_buckets: int = 1_000_000) -> None:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
         if ring_capacity < 1 or fill_capacity < 1 or batch < 1:
