@@ -120,6 +120,25 @@ TARGETS: tuple[Target, ...] = (
         ("match/naive",),
         50.0,
     ),
+    Target(
+        "chapter 6",
+        "pipeline-vs-naive",
+        "pipeline: optimized >= 50x the naive pipeline (order flow, fills CSV written)",
+        "pipeline",
+        ("match/optimized-pipeline",),
+        ("match/naive-pipeline",),
+        50.0,
+    ),
+    Target(
+        "chapter 6",
+        "pipeline-vs-single",
+        "pipeline costs at most 1.5x the single-threaded replay on this machine "
+        "(single time / pipeline time >= 0.67)",
+        "pipeline",
+        ("match/optimized-pipeline",),
+        ("match/optimized-single",),
+        0.67,
+    ),
 )
 
 
