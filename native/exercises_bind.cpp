@@ -17,6 +17,12 @@
 
 #include "highest_set.hpp"  // exercises/01_order_book/bitset_scan/starter/
 #include "op_record.hpp"    // exercises/02_boundary/op_record/starter/
+#include "cached_ring.hpp"  // exercises/06_pipeline/cached_ring/starter/
+
+#include <chrono>
+#include <thread>
+#include <tuple>
+#include <nanobind/stl/tuple.h>
 
 namespace nb = nanobind;
 
@@ -73,6 +79,33 @@ std::uint64_t sum_buy_limit_qty_py(nb::handle ops_in) {
     return exercise::sum_buy_limit_qty(records, ops.bytes() / sizeof(OpRecord));
 }
 
+// Two threads pass `items` numbers through the learner's ring (yield when full/empty):
+// (received, in_order, remote index reads, seconds).
+std::tuple<std::uint64_t, bool, std::uint64_t, double> cached_ring_stress_py(
+    std::uint64_t items, std::uint64_t capacity) {
+    if (capacity < 2 || (capacity & (capacity - 1)) != 0)
+        throw nb::value_error("capacity must be a power of two >= 2");
+    ex06::CachedRing<std::uint64_t> ring(capacity);
+    std::uint64_t received = 0;
+    bool in_order = true;
+    auto t0 = std::chrono::steady_clock::now();
+    {
+        nb::gil_scoped_release nogil;
+        std::thread consumer([&] {
+            std::uint64_t v;
+            while (received < items) {
+                if (ring.try_pop(v)) in_order &= v == received++;
+                else std::this_thread::yield();
+            }
+        });
+        for (std::uint64_t i = 0; i < items; ++i)
+            while (!ring.try_push(i)) std::this_thread::yield();
+        consumer.join();
+    }
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return {received, in_order, ring.remote_loads(), s};
+}
+
 }  // namespace
 
 void register_exercises(nb::module_& m) {
@@ -83,4 +116,7 @@ void register_exercises(nb::module_& m) {
     ex.def("sum_buy_limit_qty", &sum_buy_limit_qty_py, nb::arg("ops"),
            "02_boundary/op_record: total qty of the buy limit orders in an OPS_DTYPE array.");
     ex.attr("RECORD_SIZE") = sizeof(exercise::OpRecord);
+    ex.def("cached_ring_stress", &cached_ring_stress_py, nb::arg("items"), nb::arg("capacity"),
+           "06_pipeline/cached_ring: two threads through the learner's ring: (received, "
+           "in_order, remote index reads, seconds).");
 }
