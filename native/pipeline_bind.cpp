@@ -146,7 +146,9 @@ void register_pipeline(nb::module_& m) {
             },
             "values"_a, "Record every value of a uint64 array.")
         .def("percentile", &Histogram::percentile, "p"_a)
-        .def("summary", &hist_summary)
+        .def("summary", &hist_summary,
+             nb::sig("def summary(self) -> dict[str, typing.Any]"),
+             "count, layout, overflow, min, max, mean and p50 p90 p99 p99.9 (ns).")
         .def_prop_ro("width_ns", &Histogram::width)
         .def_prop_ro("buckets", &Histogram::buckets)
         .def_prop_ro("count", &Histogram::count)
@@ -247,6 +249,7 @@ void register_pipeline(nb::module_& m) {
                 d["books"] = p.market().books();
                 return d;
             },
+            nb::sig("def stats(self) -> dict[str, typing.Any]"),
             "Counts, stalls, drops, histograms' summaries and the placement, after run().")
         .def(
             "hist_counts",

@@ -4,7 +4,7 @@ percentiles, and within one bucket of numpy's on the same samples."""
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -38,7 +38,8 @@ def test_percentiles_within_one_bucket_of_numpy(hist_impl: Any, dist: str) -> No
     # inverted_cdf is the histogram's own definition (the ceil(p n)-th smallest sample);
     # numpy's default, linear, interpolates between neighbours, which in a sparse tail or
     # at the edge between two modes can lie far from both: compared where data is dense.
-    methods = ("inverted_cdf", "linear") if dist == "uniform" else ("inverted_cdf",)
+    methods: tuple[Literal["inverted_cdf", "linear"], ...] = (
+        ("inverted_cdf", "linear") if dist == "uniform" else ("inverted_cdf",))
     for p in PS:
         for method in methods:
             want = float(np.percentile(samples, p, method=method))

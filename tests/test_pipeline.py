@@ -204,3 +204,24 @@ def test_histogram_percentiles_are_monotone(flow: bytes) -> None:
     e = r["e2e"]
     assert e["p50"] <= e["p90"] <= e["p99"] <= e["p99.9"] <= max(e["max"], e["p99.9"])
     assert np.isfinite(e["mean"])
+
+
+def test_cli_replay_pipeline(flow: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                             ) -> None:
+    import json
+
+    from twinmatch import cli
+
+    path = tmp_path / "flow.itch"
+    path.write_bytes(flow)
+    assert cli.main(["replay", str(path), "--pipeline", "--mode", "match",
+                     "--fills", str(tmp_path / "f.csv")]) == 0
+    text = capsys.readouterr().out
+    for words in ("placement:", "p99.9", "end to end", "ring stalls", "fills:"):
+        assert words in text
+    assert (tmp_path / "f.csv").read_text() == single_threaded(flow, "match")
+    assert cli.main(["replay", str(path), "--pipeline", "--mode", "match", "--impl", "naive",
+                     "--json", "--policy", "drop"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["fills_logged"] + report["fills_dropped"] == report["fills_produced"]
+    assert report["impl"] == "naive" and report["policy"] == "drop"

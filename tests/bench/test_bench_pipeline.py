@@ -2,8 +2,8 @@
 
 One workload, ``match``: an ITCH order-flow file (``twinmatch gen flow``, 500 symbols,
 N = TWINMATCH_BENCH_PIPELINE_N orders, default 500,000; 20,000 when
-TWINMATCH_BENCH_SCALE=small), read from disk into memory and run through a match-mode market, with the
-fills CSV written to a file.
+TWINMATCH_BENCH_SCALE=small), read from disk into memory and run through a match-mode
+market, with the fills CSV written to a file.
 
 * naive-pipeline            naive/pipeline.py: parser, engine, logger threads + queue.Queue
 * optimized-pipeline        native/pipeline.hpp, placement chosen at run time (on 2 usable
