@@ -6,8 +6,9 @@ What each number includes:
 * ``seconds`` / ``messages_per_s``: wall time of ``Pipeline.run`` from the first thread
   starting to the last fill written -- parse + match + log, all stages overlapping. It
   excludes reading the file into memory (timed separately as ``load_seconds``).
-* ``parse``: per event, from just before its record is decoded to just after (decode
-  plus one clock read).
+* ``parse``: per event, from the moment the parser was free to start its record (the
+  previous record's parsed stamp; in the fused placement, the previous event's matched
+  stamp) to the moment it was decoded: framing checks + decode + one clock read.
 * ``e2e``: per event, from decoded to applied by the engine: the wait in the event
   queue/ring plus matching. A replay pushes messages as fast as the parser goes, so when
   the engine is the slower stage the queue is full and e2e is mostly queueing.
@@ -37,7 +38,7 @@ def load(path: str | Path) -> bytes:
     if head == GZIP_MAGIC:
         with gzip.open(path, "rb") as g:
             return g.read()
-    return Path(path).read_bytes()
+    return Path(path).read_bytes()  # one copy, so the pipeline owns its input
 
 
 # --8<-- [start:replay_pipeline]

@@ -45,6 +45,7 @@ INCLUDES = {
 }
 
 
+# --8<-- [start:run_impl]
 def run_impl(impl: str, path: Path, fills: Path) -> int:
     """Run one impl over a file, fills CSV to ``fills``; returns the fill count."""
     if impl == "optimized-single":
@@ -56,6 +57,7 @@ def run_impl(impl: str, path: Path, fills: Path) -> int:
     report = replay_pipeline(path, twin, "match", fills, **options)
     assert report["fills_logged"] == report["fills_produced"]
     return int(report["fills_logged"])
+# --8<-- [end:run_impl]
 
 
 @pytest.fixture(scope="module")
