@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <limits>
 #include <stdexcept>
 #include <vector>
@@ -19,15 +22,18 @@ class Histogram {
 public:
     // Bucket i counts values in [i * width, (i + 1) * width); values >= buckets * width
     // go to the overflow bucket. max_ remembers the largest value exactly.
-    Histogram(std::uint64_t width_ns, std::uint64_t buckets)
-        : width_(width_ns), counts_(buckets, 0) {
+    Histogram(std::uint64_t width_ns, std::uint64_t buckets) : width_(width_ns), n_(buckets) {
         if (width_ns == 0 || buckets == 0 || buckets > (std::uint64_t{1} << 26))
             throw std::invalid_argument("histogram: width >= 1 ns, 1..2^26 buckets");
+        // calloc, not a zero-filled vector: the OS hands out zeroed pages on first touch,
+        // so the buckets a run never reaches cost neither a memset nor a page fault.
+        counts_.reset(static_cast<std::uint64_t*>(std::calloc(buckets, sizeof(std::uint64_t))));
+        if (!counts_) throw std::bad_alloc();
     }
 
     void record(std::uint64_t ns) {
         const std::uint64_t i = ns / width_;
-        if (i < counts_.size()) [[likely]] ++counts_[i];
+        if (i < n_) [[likely]] ++counts_[i];
         else ++overflow_;
         ++count_;
         max_ = std::max(max_, ns);
@@ -45,7 +51,7 @@ public:
         auto rank = static_cast<std::uint64_t>(std::ceil(p / 100.0 * double(count_)));
         rank = std::clamp<std::uint64_t>(rank, 1, count_);
         std::uint64_t seen = 0;
-        for (std::uint64_t i = 0; i < counts_.size(); ++i) {
+        for (std::uint64_t i = 0; i < n_; ++i) {
             seen += counts_[i];
             if (seen >= rank) return std::min(max_, (i + 1) * width_);
         }
@@ -54,9 +60,9 @@ public:
     // --8<-- [end:histogram]
 
     void merge(const Histogram& o) {
-        if (o.width_ != width_ || o.counts_.size() != counts_.size())
+        if (o.width_ != width_ || o.n_ != n_)
             throw std::invalid_argument("histogram: different layouts");
-        for (std::size_t i = 0; i < counts_.size(); ++i) counts_[i] += o.counts_[i];
+        for (std::uint64_t i = 0; i < n_; ++i) counts_[i] += o.counts_[i];
         overflow_ += o.overflow_;
         count_ += o.count_;
         sum_ += o.sum_;
@@ -65,17 +71,20 @@ public:
     }
 
     std::uint64_t width() const { return width_; }
-    std::uint64_t buckets() const { return counts_.size(); }
+    std::uint64_t buckets() const { return n_; }
     std::uint64_t count() const { return count_; }
     std::uint64_t overflow() const { return overflow_; }
     std::uint64_t max() const { return max_; }
     std::uint64_t min() const { return count_ ? min_ : 0; }
     std::uint64_t sum() const { return sum_; }
-    const std::vector<std::uint64_t>& counts() const { return counts_; }
+    std::vector<std::uint64_t> counts() const { return {counts_.get(), counts_.get() + n_}; }
 
 private:
-    std::uint64_t width_;
-    std::vector<std::uint64_t> counts_;
+    struct Free {
+        void operator()(std::uint64_t* p) const { std::free(p); }
+    };
+    std::uint64_t width_, n_;
+    std::unique_ptr<std::uint64_t[], Free> counts_;
     std::uint64_t overflow_ = 0, count_ = 0, max_ = 0, sum_ = 0;
     std::uint64_t min_ = std::numeric_limits<std::uint64_t>::max();
 };

@@ -68,12 +68,14 @@ inline bool pin_thread(std::thread& t, int cpu) {
     return pthread_setaffinity_np(t.native_handle(), sizeof set, &set) == 0;
 }
 
+// --8<-- [start:now_ns]
 inline std::uint64_t now_ns() {
     // steady_clock: monotonic, read through the vDSO (~20 ns, no system call). Chapter 7
     // compares it with the TSC.
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::steady_clock::now().time_since_epoch()).count());
 }
+// --8<-- [end:now_ns]
 
 // Placement: three pinned threads; three threads left to the OS scheduler; or the parser
 // and engine fused into one thread (no event ring at all) with the logger on its own.
