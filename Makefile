@@ -11,7 +11,8 @@ export PYTHONDONTWRITEBYTECODE := 1
 export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: all install demo test test-fast lint typecheck stubs stubs-check pytest exercises-check \
-        docs docs-check browser-check book bench bench-check check fuzz sanitize system-deps clean
+        docs docs-check browser-check book bench bench-check check fuzz sanitize sanitize-threads \
+        system-deps clean
 
 all: demo
 
@@ -93,7 +94,8 @@ ASAN_VENV := .venv-asan
 ASAN_PRELOAD = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libstdc++.so)
 SANITIZE_TESTS ?= tests/test_book.py tests/test_book_golden.py tests/test_book_differential.py \
   tests/test_book_differential_native.py tests/test_native_book_internals.py tests/test_itch.py \
-  tests/test_pcap.py tests/test_orders.py tests/test_gen.py tests/fuzz
+  tests/test_pcap.py tests/test_orders.py tests/test_gen.py tests/fuzz \
+  tests/test_histogram.py tests/test_pipeline.py
 
 $(ASAN_VENV)/.installed: $(STAMP) native/CMakeLists.txt
 	$(PYTHON) -m venv $(ASAN_VENV)
@@ -102,10 +104,18 @@ $(ASAN_VENV)/.installed: $(STAMP) native/CMakeLists.txt
 	  -Cbuild-dir=build/asan -Ccmake.define.TWINMATCH_SANITIZE=ON -Ccmake.build-type=Debug
 	touch $@
 
-sanitize: $(ASAN_VENV)/.installed
+sanitize: $(ASAN_VENV)/.installed sanitize-threads
 	LD_PRELOAD="$(ASAN_PRELOAD)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 TWINMATCH_SANITIZED=1 \
 	  $(ASAN_VENV)/bin/python -m pytest -q -p no:cacheprovider -x $(SANITIZE_TESTS)
+
+# The SPSC ring (native/ring.hpp) under ThreadSanitizer: a standalone two-thread stress
+# program (tests/native/ring_stress.cpp), 2M items through a 64-slot ring.
+sanitize-threads:
+	mkdir -p build/tsan
+	g++ -std=c++20 -O1 -g -fsanitize=thread -I native tests/native/ring_stress.cpp \
+	  -o build/tsan/ring_stress
+	TSAN_OPTIONS=halt_on_error=1 build/tsan/ring_stress 2000000 64
 
 # Longer coverage-guided fuzzing of both twins' decoders (atheris), 2 minutes per target.
 FUZZ_SECONDS ?= 120

@@ -19,6 +19,12 @@
 #include "op_record.hpp"    // exercises/02_boundary/op_record/starter/
 #include "itch_wire.hpp"    // exercises/03_itch/wire_struct/starter/
 #include "udp_frame.hpp"    // exercises/04_wire/udp_header/starter/
+#include "cached_ring.hpp"  // exercises/06_pipeline/cached_ring/starter/
+
+#include <chrono>
+#include <thread>
+#include <tuple>
+#include <nanobind/stl/tuple.h>
 
 namespace nb = nanobind;
 
@@ -100,6 +106,33 @@ nb::object parse_udp_py(const nb::bytes& frame) {
     return nb::make_tuple(u.src_port, u.dst_port, u.payload_offset, u.payload_len);
 }
 
+// Two threads pass `items` numbers through the learner's ring (yield when full/empty):
+// (received, in_order, remote index reads, seconds).
+std::tuple<std::uint64_t, bool, std::uint64_t, double> cached_ring_stress_py(
+    std::uint64_t items, std::uint64_t capacity) {
+    if (capacity < 2 || (capacity & (capacity - 1)) != 0)
+        throw nb::value_error("capacity must be a power of two >= 2");
+    ex06::CachedRing<std::uint64_t> ring(capacity);
+    std::uint64_t received = 0;
+    bool in_order = true;
+    auto t0 = std::chrono::steady_clock::now();
+    {
+        nb::gil_scoped_release nogil;
+        std::thread consumer([&] {
+            std::uint64_t v;
+            while (received < items) {
+                if (ring.try_pop(v)) in_order &= v == received++;
+                else std::this_thread::yield();
+            }
+        });
+        for (std::uint64_t i = 0; i < items; ++i)
+            while (!ring.try_push(i)) std::this_thread::yield();
+        consumer.join();
+    }
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    return {received, in_order, ring.remote_loads(), s};
+}
+
 }  // namespace
 
 void register_exercises(nb::module_& m) {
@@ -119,4 +152,7 @@ void register_exercises(nb::module_& m) {
     ex.def("parse_udp", &parse_udp_py, nb::arg("frame"),
            "04_wire/udp_header: (src_port, dst_port, payload_offset, payload_len) of an "
            "Ethernet/IPv4/UDP frame, or None.");
+    ex.def("cached_ring_stress", &cached_ring_stress_py, nb::arg("items"), nb::arg("capacity"),
+           "06_pipeline/cached_ring: two threads through the learner's ring: (received, "
+           "in_order, remote index reads, seconds).");
 }

@@ -11,6 +11,7 @@ void register_orders(nb::module_& m);
 void register_gen(nb::module_& m);
 void register_exercises(nb::module_& m);
 void register_market(nb::module_& m);
+void register_pipeline(nb::module_& m);
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -23,4 +24,5 @@ NB_MODULE(_native, m) {
     register_gen(m);
     register_exercises(m);
     register_market(m);
+    register_pipeline(m);
 }

@@ -120,6 +120,15 @@ TARGETS: tuple[Target, ...] = (
         ("match/naive",),
         50.0,
     ),
+    Target(
+        "chapter 6",
+        "pipeline-vs-naive",
+        "pipeline: optimized >= 50x the naive pipeline (order flow, fills CSV written)",
+        "pipeline",
+        ("match/optimized-pipeline",),
+        ("match/naive-pipeline",),
+        50.0,
+    ),
 )
 
 

@@ -115,6 +115,14 @@ def replay_cmd(args: argparse.Namespace) -> int:
     """Replay a feed through one twin's many-books market and report."""
     import json
 
+    if args.pipeline:
+        from twinmatch import pipeline
+
+        report = pipeline.replay_pipeline(args.file, args.impl, args.mode, args.fills,
+                                          policy=args.policy)
+        print(json.dumps(report, indent=2) if args.json else pipeline.format_report(report),
+              end="\n" if args.json else "")
+        return 0
     from twinmatch.replay import format_report, replay
 
     result = replay(args.file, args.impl, args.mode, args.fills, args.books, progress=True)
@@ -197,6 +205,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fills", type=Path, help="write the fills CSV here")
     r.add_argument("--books", type=Path, help="write the final books CSV here")
     r.add_argument("--json", action="store_true", help="print the report as JSON")
+    r.add_argument("--pipeline", action="store_true",
+                   help="parser -> engine -> fill logger threads (ITCH only): latency report")
+    r.add_argument("--policy", choices=["lossless", "drop"], default="lossless",
+                   help="--pipeline: when the fill logger falls behind, wait or drop (counted)")
     r.set_defaults(func=replay_cmd)
     c = sub.add_parser("compare", help="replay with both twins: identical results, speedup")
     c.add_argument("file", type=Path)

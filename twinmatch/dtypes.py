@@ -126,9 +126,11 @@ and ``timestamp`` (ns since midnight). Fields a message lacks are 0 (``stock`` i
 
 Which messages produce events, and what each fills:
 
-====  =====================  =====================================================
+====  =====================  ==============================================
+
 type  message                fields
-====  =====================  =====================================================
+====  =====================  ==============================================
+
 S     system event           side = event code (O S Q M E C)
 R     stock directory        stock (so replay can map locate -> symbol)
 H     stock trading action   stock, side = trading state (H P Q T)
@@ -145,7 +147,8 @@ Q     cross trade            order_ref = cross shares (u64 on the wire, too wide
                              ``shares``), price, match_number, stock,
                              printable = cross type (O C H I ...)
 B     broken trade           match_number
-====  =====================  =====================================================
+====  =====================  ==============================================
+
 
 The other known types (Y L V W K J h I N O) and unknown types are only counted.
 """

@@ -1,0 +1,110 @@
+"""The pipeline in C++ (``native/pipeline.hpp``): the same API as ``naive/pipeline.py``.
+
+parser -> engine -> fill logger as C++ threads joined by lock-free single-producer
+single-consumer rings (``native/ring.hpp``), one event (64 bytes, one cache line) per
+hand-off. Where the threads run is chosen at run time from the CPUs this process may use
+(``os.sched_getaffinity``): with three or more, three threads pinned to distinct cores
+that spin while they wait; with fewer, parser and engine fused into one thread and the
+logger on its own (``placement="auto"``). ``placement`` and ``wait`` force a choice
+(``pinned``/``shared``/``fused``; ``spin``/``yield``), and the report says what ran.
+
+``run`` releases the GIL for the whole run; ``stop()`` may be called from another thread.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO, Any, Final
+
+from optimized import _native
+from optimized.itch import LENGTHS, tail_error
+from twinmatch.dtypes import ANOMALIES, REASONS
+from twinmatch.itch_errors import ITCH_REASONS, ItchError
+
+__all__ = ["PLACEMENTS", "POLICIES", "WAITS", "Pipeline"]
+
+POLICIES: Final = ("lossless", "drop")
+PLACEMENTS: Final = ("auto", "pinned", "shared", "fused")
+WAITS: Final = ("auto", "spin", "yield")
+NO_LIMIT: Final = 2**64 - 1
+
+
+class Pipeline:
+    """parser -> engine -> fill logger, three C++ threads (or two, fused)."""
+
+    def __init__(self, mode: str = "match", *, ring_capacity: int = 1024,
+                 fill_capacity: int = 4096, policy: str = "lossless", logger_delay_ns: int = 0,
+                 stop_after: int | None = None, placement: str = "auto", wait: str = "auto",
+                 hist_width_ns: int = 20, hist_buckets: int = 500_000) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        self.policy = policy
+        self._p = _native.Pipeline(
+            mode, ring_capacity, fill_capacity, policy == "drop", logger_delay_ns,
+            NO_LIMIT if stop_after is None else stop_after, placement, wait,
+            hist_width_ns, hist_buckets)
+
+    def stop(self) -> None:
+        """Any thread: the parser stops at its next record; everything parsed drains."""
+        self._p.stop()
+
+    def run(self, data: Any, fills: IO[str] | None = None) -> dict[str, Any]:
+        """Run a bytes-like ITCH buffer through the stages; returns the report.
+
+        Fills CSV rows (no header) are appended to ``fills``, a real file (the C++ logger
+        writes to its descriptor). Bad input raises ItchError *after* everything before
+        the bad record has been matched and logged; the error carries ``.report``.
+        """
+        fd = -1
+        if fills is not None:
+            fills.flush()  # what Python buffered goes first
+            fd = fills.fileno()
+        self._p.run(data, fd)
+        report = self.report()
+        if report.pop("write_errno"):
+            raise OSError("fill logger: write failed")
+        code = report.pop("error")
+        error_type, length = report.pop("error_type"), report.pop("error_length")
+        consumed = report["consumed"]
+        if code:
+            error = self._error(data, code, error_type, length, consumed)
+            error.report = report  # type: ignore[attr-defined]
+            raise error
+        return report
+
+    @staticmethod
+    def _error(data: Any, code: int, error_type: int, length: int, consumed: int) -> ItchError:
+        """The same ItchError optimized.itch raises for this record."""
+        reason = ITCH_REASONS[code]
+        if reason == "bad_length":
+            return ItchError(consumed, reason, error_type, length,
+                             f"type needs {LENGTHS[error_type]}")
+        if reason == "zero_length":
+            return ItchError(consumed, reason, -1, 0)
+        mv = memoryview(data).cast("B")
+        return tail_error(mv[consumed:].tobytes(), 0, consumed)
+
+    def report(self) -> dict[str, Any]:
+        s: dict[str, Any] = self._p.stats()
+        s["anomalies"] = dict(zip(ANOMALIES, (int(n) for n in s["anomalies"]), strict=True))
+        s["rejects"] = {REASONS[r]: int(s["rejects"][r]) for r in range(1, len(REASONS))}
+        s["by_type"] = dict(sorted(s["by_type"].items()))
+        s["policy"] = self.policy
+        s["clock"] = "std::chrono::steady_clock"
+        return s
+
+    def hist_counts(self, which: str) -> list[int]:
+        """Bucket counts of the 'parse' or 'e2e' histogram."""
+        return list(self._p.hist_counts(which))
+
+
+def run_file(path: str | Path, fills_path: str | Path | None = None, **options: Any
+             ) -> dict[str, Any]:
+    """A whole raw ITCH file through a new Pipeline (fills CSV with its header)."""
+    data = Path(path).read_bytes()
+    pipe = Pipeline(**options)
+    if fills_path is None:
+        return pipe.run(data)
+    with open(fills_path, "w") as out:
+        out.write("resting_id,aggressor_id,price,qty,aggressor_side\n")
+        return pipe.run(data, out)

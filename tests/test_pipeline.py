@@ -1,0 +1,227 @@
+"""The pipeline twins (naive/pipeline.py, native/pipeline.hpp): the same fills as the
+single-threaded replay, lossless and drop policies under a slow logger, a stop that
+drains, bad input that stops cleanly. Every wait in both twins is bounded; pytest-timeout
+backs that up."""
+
+from __future__ import annotations
+
+import importlib
+import io
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from twinmatch.gen import market_day_bytes, write_itch_flow
+from twinmatch.itch_errors import ItchError
+from twinmatch.replay import FILLS_HEADER, new_market, write_fills
+
+pytestmark = pytest.mark.timeout(120)
+
+IMPLS = ("naive", "optimized")
+HEADER = FILLS_HEADER
+
+
+@pytest.fixture(params=IMPLS)
+def pipe_impl(request: pytest.FixtureRequest) -> Any:
+    return importlib.import_module(f"{request.param}.pipeline")
+
+
+@pytest.fixture(scope="module")
+def flow(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    path = tmp_path_factory.mktemp("pipe") / "flow.itch"
+    write_itch_flow(path, 20_000, symbols=30, seed=11)
+    return path.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def day() -> bytes:
+    raw, _books = market_day_bytes(20_000, 30, seed=4)
+    return raw
+
+
+def single_threaded(data: bytes, mode: str) -> str:
+    """The fills CSV of the chapter 5 replay (optimized decoder + market, one thread)."""
+    events = importlib.import_module("optimized.itch").decode(data)[0]
+    out = io.StringIO()
+    out.write(HEADER)
+    write_fills(out, new_market("optimized", mode).run(events))
+    return out.getvalue()
+
+
+def run(impl: Any, data: bytes, path: Path, **options: Any) -> tuple[dict[str, Any], str]:
+    with open(path, "w") as out:
+        out.write(HEADER)
+        report = impl.Pipeline(**options).run(data, out)
+    return report, path.read_text()
+
+
+def test_fills_equal_single_threaded_replay(pipe_impl: Any, flow: bytes, day: bytes,
+                                            tmp_path: Path) -> None:
+    for mode, data in (("match", flow), ("book", day)):
+        report, csv = run(pipe_impl, data, tmp_path / "f.csv", mode=mode)
+        assert csv == single_threaded(data, mode)
+        assert report["fills_logged"] == report["fills_produced"] == csv.count("\n") - 1
+        assert report["fills_dropped"] == 0
+        assert report["matched"] == report["events"] > 0
+        assert report["e2e"]["count"] == report["events"]
+        for key in ("p50", "p90", "p99", "p99.9", "max"):
+            assert report["e2e"][key] >= 0 and report["parse"][key] >= 0
+        assert report["placement"] and report["wait"]
+
+
+@pytest.mark.parametrize("placement,wait", [("shared", "yield"), ("fused", "yield"),
+                                            ("pinned", "auto"), ("auto", "auto")])
+def test_every_placement_gives_the_same_fills(flow: bytes, tmp_path: Path, placement: str,
+                                              wait: str) -> None:
+    from optimized.pipeline import Pipeline
+
+    with open(tmp_path / "f.csv", "w") as out:
+        out.write(HEADER)
+        report = Pipeline("match", placement=placement, wait=wait, ring_capacity=64,
+                          fill_capacity=64).run(flow, out)
+    assert (tmp_path / "f.csv").read_text() == single_threaded(flow, "match")
+    cpus = _cpus()
+    if placement == "pinned" and len(cpus) < 3:  # not enough cores: falls back, says so
+        assert report["placement"] == "shared" and report["pinned"] == []
+    if placement == "auto":
+        want = "pinned" if len(cpus) >= 3 else "fused"
+        assert report["placement"] == want
+        assert report["wait"] == ("spin" if want == "pinned" else "spin-then-yield")
+    assert report["cpus"] == cpus
+
+
+def _cpus() -> list[int]:
+    import os
+
+    return sorted(os.sched_getaffinity(0))
+
+
+def test_slow_logger_lossless_loses_nothing(pipe_impl: Any, flow: bytes,
+                                            tmp_path: Path) -> None:
+    report, csv = run(pipe_impl, flow, tmp_path / "f.csv", mode="match", fill_capacity=2,
+                      logger_delay_ns=20_000)
+    assert csv == single_threaded(flow, "match")
+    assert report["fills_dropped"] == 0
+    assert report["fills_logged"] == report["fills_produced"] > 0
+    assert report["engine_stalls"] > 0 and report["engine_stall_ns"] > 0
+
+
+def test_slow_logger_drop_policy_accounts_for_every_fill(pipe_impl: Any, flow: bytes,
+                                                         tmp_path: Path) -> None:
+    report, csv = run(pipe_impl, flow, tmp_path / "f.csv", mode="match", fill_capacity=2,
+                      logger_delay_ns=20_000, policy="drop")
+    assert report["fills_dropped"] > 0
+    assert report["fills_logged"] + report["fills_dropped"] == report["fills_produced"]
+    assert report["engine_stalls"] == 0
+    # What was logged is the produced fills minus the dropped ones, in order.
+    want = single_threaded(flow, "match").splitlines()[1:]
+    got = csv.splitlines()[1:]
+    assert len(got) == report["fills_logged"]
+    assert report["fills_produced"] == len(want)
+    it = iter(want)
+    assert all(row in it for row in got)  # a subsequence
+
+
+def test_stop_after_drains_everything_parsed(pipe_impl: Any, flow: bytes,
+                                             tmp_path: Path) -> None:
+    report, csv = run(pipe_impl, flow, tmp_path / "f.csv", mode="match", stop_after=7_000)
+    assert report["stopped"] and report["records"] == 7_000
+    assert csv == single_threaded(flow[:report["consumed"]], "match")
+
+
+def test_stop_from_another_thread_drains(pipe_impl: Any, flow: bytes, tmp_path: Path) -> None:
+    # The stop lands wherever the parser is (or after the end, on a fast machine); either
+    # way everything parsed before it is matched and logged.
+    big = flow
+    pipe = pipe_impl.Pipeline("match", logger_delay_ns=2_000)
+    timer = threading.Timer(0.05, pipe.stop)
+    timer.start()
+    try:
+        with open(tmp_path / "f.csv", "w") as out:
+            out.write(HEADER)
+            report = pipe.run(big, out)
+    finally:
+        timer.cancel()
+    csv = (tmp_path / "f.csv").read_text()
+    assert csv == single_threaded(big[:report["consumed"]], "match")
+    assert report["fills_logged"] == report["fills_produced"]
+
+
+def test_bad_input_mid_file_stops_cleanly(pipe_impl: Any, flow: bytes, tmp_path: Path) -> None:
+    events = importlib.import_module("optimized.itch")
+    # Find the start of record 10,000 and give it a length prefix of zero.
+    off = 0
+    for _ in range(10_000):
+        off += 2 + int.from_bytes(flow[off:off + 2], "big")
+    bad = flow[:off] + b"\x00\x00" + flow[off + 2:]
+    with pytest.raises(ItchError) as caught:
+        events.decode(bad)
+    with open(tmp_path / "f.csv", "w") as out:
+        out.write(HEADER)
+        with pytest.raises(ItchError) as err:
+            pipe_impl.Pipeline("match").run(bad, out)
+    assert str(err.value) == str(caught.value)
+    assert err.value.offset == off and err.value.reason == "zero_length"
+    report = err.value.report  # type: ignore[attr-defined]
+    assert report["records"] == 10_000
+    assert (tmp_path / "f.csv").read_text() == single_threaded(flow[:off], "match")
+
+
+def test_truncated_tail(pipe_impl: Any, flow: bytes, tmp_path: Path) -> None:
+    cut = flow[:-5]
+    with pytest.raises(ItchError) as caught:
+        importlib.import_module("optimized.itch").decode(cut)
+    with pytest.raises(ItchError) as err:
+        pipe_impl.Pipeline("match").run(cut)
+    assert str(err.value) == str(caught.value)
+
+
+def test_twins_report_the_same_counts(flow: bytes, tmp_path: Path) -> None:
+    from naive.pipeline import Pipeline as Naive
+    from optimized.pipeline import Pipeline as Fast
+
+    a = Naive("match").run(flow)
+    b = Fast("match").run(flow)
+    for key in ("records", "events", "matched", "fills_produced", "fills_logged", "by_type",
+                "anomalies", "rejects", "volume", "live_orders", "books", "consumed"):
+        assert a[key] == b[key], key
+
+
+def test_bad_options(pipe_impl: Any) -> None:
+    with pytest.raises(ValueError):
+        pipe_impl.Pipeline("match", policy="sometimes")
+    with pytest.raises(ValueError):
+        pipe_impl.Pipeline("sideways")
+
+
+def test_histogram_percentiles_are_monotone(flow: bytes) -> None:
+    from optimized.pipeline import Pipeline
+
+    r = Pipeline("match").run(flow)
+    e = r["e2e"]
+    assert e["p50"] <= e["p90"] <= e["p99"] <= e["p99.9"] <= max(e["max"], e["p99.9"])
+    assert np.isfinite(e["mean"])
+
+
+def test_cli_replay_pipeline(flow: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                             ) -> None:
+    import json
+
+    from twinmatch import cli
+
+    path = tmp_path / "flow.itch"
+    path.write_bytes(flow)
+    assert cli.main(["replay", str(path), "--pipeline", "--mode", "match",
+                     "--fills", str(tmp_path / "f.csv")]) == 0
+    text = capsys.readouterr().out
+    for words in ("placement:", "p99.9", "end to end", "ring stalls", "fills:"):
+        assert words in text
+    assert (tmp_path / "f.csv").read_text() == single_threaded(flow, "match")
+    assert cli.main(["replay", str(path), "--pipeline", "--mode", "match", "--impl", "naive",
+                     "--json", "--policy", "drop"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["fills_logged"] + report["fills_dropped"] == report["fills_produced"]
+    assert report["impl"] == "naive" and report["policy"] == "drop"

@@ -1,0 +1,99 @@
+"""``twinmatch replay --pipeline``: a raw or gzip ITCH file through one twin's pipeline,
+reported like a feed handler's latency report (harness, not a twin).
+
+What each number includes:
+
+* ``seconds`` / ``messages_per_s``: wall time of ``Pipeline.run`` from the first thread
+  starting to the last fill written -- parse + match + log, all stages overlapping. It
+  excludes reading the file into memory (timed separately as ``load_seconds``).
+* ``parse``: per event, from the moment the parser was free to start its record (the
+  previous record's parsed stamp; in the fused placement, the previous event's matched
+  stamp) to the moment it was decoded: framing checks + decode + one clock read.
+* ``e2e``: per event, from decoded to applied by the engine: the wait in the event
+  queue/ring plus matching. A replay pushes messages as fast as the parser goes, so when
+  the engine is the slower stage the queue is full and e2e is mostly queueing.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import io
+import time
+from pathlib import Path
+from typing import Any, Final
+
+from twinmatch.itch_files import GZIP_MAGIC
+from twinmatch.replay import FILLS_HEADER, ReplayError, peak_rss_mb, sniff
+
+IMPLS: Final = ("naive", "optimized")
+
+
+def load(path: str | Path) -> bytes:
+    """The whole decompressed ITCH stream of a raw or gzip file."""
+    if sniff(path) != "itch":
+        raise ReplayError(f"{path}: --pipeline reads ITCH files (raw or gzip) only")
+    with open(path, "rb") as f:
+        head = f.read(2)
+    if head == GZIP_MAGIC:
+        with gzip.open(path, "rb") as g:
+            return g.read()
+    return Path(path).read_bytes()  # one copy, so the pipeline owns its input
+
+
+# --8<-- [start:replay_pipeline]
+def replay_pipeline(path: str | Path, impl: str = "optimized", mode: str = "book",
+                    fills_path: str | Path | None = None, **options: Any) -> dict[str, Any]:
+    """Run a file through ``impl``'s pipeline; returns its report (plus file, impl, mode)."""
+    if impl not in IMPLS:
+        raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
+    start = time.perf_counter()
+    data = load(path)
+    load_seconds = time.perf_counter() - start
+    pipe = importlib.import_module(f"{impl}.pipeline").Pipeline(mode, **options)
+    if fills_path is None:
+        report: dict[str, Any] = pipe.run(data)
+    else:
+        with open(fills_path, "w") as out:
+            out.write(FILLS_HEADER)
+            report = pipe.run(data, out)
+    report.update(file=str(path), impl=impl, mode=mode, load_seconds=load_seconds,
+                  bytes=len(data), peak_rss_mb=peak_rss_mb())
+    report["messages"] = report["records"]
+    report["messages_per_s"] = report["records"] / report["seconds"] if report["seconds"] else 0
+    return report
+# --8<-- [end:replay_pipeline]
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000:,.2f}"
+
+
+def format_report(r: dict[str, Any]) -> str:
+    """The report as a feed handler's latency report."""
+    out = io.StringIO()
+    w = out.write
+    w(f"twinmatch replay --pipeline {r['file']} impl={r['impl']} mode={r['mode']}\n")
+    w(f"placement: {r['placement']}; wait: {r['wait']}; usable cpus: "
+      f"{r['cpus'] or '(not used)'}; pinned to: {r['pinned'] or 'none'}\n")
+    w(f"events: {r['records']:,} messages, {r['events']:,} events to the engine, "
+      f"{r['matched']:,} matched{' (stopped early)' if r['stopped'] else ''}\n")
+    w(f"throughput: {r['messages_per_s']:,.0f} messages/s ({r['seconds']:.3f} s: parse + "
+      f"match + log overlapped; excludes loading the file, {r['load_seconds']:.3f} s)\n")
+    w(f"latency (us, clock {r['clock']}; {r['e2e']['width_ns']:,} ns buckets, overflow past "
+      f"{_us(r['e2e']['width_ns'] * r['e2e']['buckets'])} us):\n")
+    w(f"  {'':<24}{'p50':>11}{'p90':>11}{'p99':>11}{'p99.9':>11}{'max':>12}{'overflow':>10}\n")
+    for key, label in (("parse", "parse (decode)"), ("e2e", "end to end (->matched)")):
+        h = r[key]
+        w(f"  {label:<24}" + "".join(f"{_us(h[p]):>11}" for p in ("p50", "p90", "p99", "p99.9"))
+          + f"{_us(h['max']):>12}{h['overflow']:>10,}\n")
+    w(f"ring stalls: parser waited {r['parser_stalls']:,} times "
+      f"({r['parser_stall_ns'] / 1e6:,.1f} ms, event ring full); engine waited "
+      f"{r['engine_stalls']:,} times ({r['engine_stall_ns'] / 1e6:,.1f} ms, fill ring full)\n")
+    w(f"fills: {r['fills_produced']:,} produced, {r['fills_logged']:,} logged, "
+      f"{r['fills_dropped']:,} dropped (policy {r['policy']})\n")
+    nonzero = {k: v for k, v in r["anomalies"].items() if v}
+    w("anomalies: " + (" ".join(f"{k}={v:,}" for k, v in nonzero.items()) or "none") + "\n")
+    rejects = {k: v for k, v in r["rejects"].items() if v}
+    w("rejects: " + (" ".join(f"{k}={v:,}" for k, v in rejects.items()) or "none") + "\n")
+    return out.getvalue()
