@@ -4,7 +4,7 @@ import enum
 import types
 import typing
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 import numpy
 import numpy.typing
@@ -353,3 +353,72 @@ class Market:
 
     def books_csv(self) -> str:
         """Every resting order as the books CSV (DESIGN.md), header included."""
+
+def usable_cpus() -> list[int]:
+    """The CPUs this process may run on (sched_getaffinity)."""
+
+def ring_stress(items: int, capacity: int, wait: str = "yield") -> tuple[int, bool, float]:
+    """
+    Pass `items` numbers through an SpscRing between two threads: (received, in_order, seconds).
+    """
+
+class Histogram:
+    """Fixed-width latency buckets (native/histogram.hpp)."""
+
+    def __init__(self, width_ns: int, buckets: int) -> None: ...
+    def record(self, ns: int) -> None: ...
+    def record_many(
+        self,
+        values: Annotated[
+            NDArray[numpy.uint64], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
+    ) -> None:
+        """Record every value of a uint64 array."""
+
+    def percentile(self, p: float) -> int: ...
+    def summary(self) -> dict[str, Any]:
+        """count, layout, overflow, min, max, mean and p50 p90 p99 p99.9 (ns)."""
+
+    @property
+    def width_ns(self) -> int: ...
+    @property
+    def buckets(self) -> int: ...
+    @property
+    def count(self) -> int: ...
+    @property
+    def overflow(self) -> int: ...
+    @property
+    def max(self) -> int: ...
+    def counts(self) -> list[int]: ...
+
+class Pipeline:
+    """parser -> engine -> logger (native/pipeline.hpp)."""
+
+    def __init__(
+        self,
+        mode: str,
+        ring_capacity: int,
+        fill_capacity: int,
+        drop_fills: bool,
+        logger_delay_ns: int,
+        stop_after: int,
+        placement: str,
+        wait: str,
+        hist_width_ns: int,
+        hist_buckets: int,
+    ) -> None: ...
+    def run(self, buffer: object, fd: int) -> None:
+        """
+        Run a bytes-like ITCH buffer through the stages (GIL released); fd -1 discards.
+        """
+
+    def stop(self) -> None:
+        """Stop parsing at the next record (any thread); the rest still drains."""
+
+    def stats(self) -> dict[str, Any]:
+        """
+        Counts, stalls, drops, histograms' summaries and the placement, after run().
+        """
+
+    def hist_counts(self, which: str) -> list[int]:
+        """The bucket counts of one histogram ('parse' or 'e2e')."""

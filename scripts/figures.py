@@ -354,7 +354,8 @@ def target_numbers(results: list[dict[str, Any]]) -> dict[str, str]:
     for r in results:
         if r["status"] != "not measured":
             out[f"target-{r['key']}"] = fmt_ratio(r["ratio"])
-            out[f"target-{r['key']}-status"] = "met" if r["status"] == "pass" else "NOT met"
+            out[f"target-{r['key']}-status"] = {"pass": "met", "FAIL": "NOT met"}.get(
+                r["status"], r["status"])
     return out
 
 

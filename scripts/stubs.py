@@ -28,7 +28,8 @@ _FIXUPS = (
     ("ITCH_LENGTHS: list = ...", "ITCH_LENGTHS: list[int] = ..."),
     ("def itch_scan(buffer: object) -> tuple:",
      "def itch_scan(buffer: object) -> tuple[typing.Any, ...]:"),
-    ("from typing import Annotated\n", "import typing\nfrom typing import Annotated\n"),
+    ('"""twinmatch optimized twins (C++20)"""\n',
+     '"""twinmatch optimized twins (C++20)"""\n\nimport typing\n'),
     ("from optimized._native import exercises as exercises\n",
      "import types\n\nexercises: types.ModuleType\n"),
 )

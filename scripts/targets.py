@@ -33,6 +33,7 @@ class Target:
     slow: tuple[str, ...]
     bound: float
     at_most: bool = False
+    report_only: bool = False  # a measured ratio the book reports, with no target to meet
     metric: str = "median_per_op"  # or "cpp_ns_per_op" (timed inside C++)
 
 
@@ -129,6 +130,16 @@ TARGETS: tuple[Target, ...] = (
         ("match/naive-pipeline",),
         50.0,
     ),
+    Target(
+        "chapter 6",
+        "pipeline-vs-single",
+        "what pipelining gains on this machine: single-threaded time / pipeline time",
+        "pipeline",
+        ("match/optimized-pipeline",),
+        ("match/optimized-single",),
+        0.0,
+        report_only=True,
+    ),
 )
 
 
@@ -167,6 +178,7 @@ def evaluate(bench: dict[str, Any]) -> list[dict[str, Any]]:
             continue
         ratio = slow[1] / fast[1]
         ok = ratio <= t.bound if t.at_most else ratio >= t.bound
+        status = "reported" if t.report_only else ("pass" if ok else "FAIL")
         results.append(
             {
                 "issue": t.issue,
@@ -179,7 +191,7 @@ def evaluate(bench: dict[str, Any]) -> list[dict[str, Any]]:
                 "ratio": ratio,
                 "bound": t.bound,
                 "at_most": t.at_most,
-                "status": "pass" if ok else "FAIL",
+                "status": status,
             }
         )
     return results
@@ -213,8 +225,9 @@ def markdown(results: list[dict[str, Any]], bench: dict[str, Any]) -> str:
             lines.append(f"| {r['claim']} | not measured | | |")
             continue
         bound = ("<= " if r["at_most"] else ">= ") + f"{r['bound']:g}x"
+        need = "no target" if r["status"] == "reported" else f"need {bound}"
         lines.append(
-            f"| {r['claim']} | {r['ratio']:.1f}x (need {bound}) | "
+            f"| {r['claim']} | {r['ratio']:.2f}x ({need}) | "
             f"{fmt_time(r['fast_s_per_op'])} / {fmt_time(r['slow_s_per_op'])} | {r['status']} |"
         )
     return "\n".join(lines) + "\n"
