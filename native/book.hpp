@@ -394,6 +394,7 @@ public:
 
     // ---- operations: each returns Reason::Ok or the reject reason (book unchanged) ----
 
+    // --8<-- [start:add_limit]
     template <class Sink>
     Reason add_limit(Key key, Side side, std::int64_t price, std::int64_t qty, Sink&& sink) {
         if (price < 1 || price > kMaxPrice) return Reason::BadPrice;
@@ -403,6 +404,7 @@ public:
         enter(key, side, static_cast<std::uint32_t>(price), static_cast<std::uint32_t>(qty), sink);
         return Reason::Ok;
     }
+    // --8<-- [end:add_limit]
 
     template <class Sink>
     Reason add_market(Key key, Side side, std::int64_t qty, std::uint64_t& unfilled,
@@ -423,6 +425,7 @@ public:
         return Reason::Ok;
     }
 
+    // --8<-- [start:reduce]
     Reason reduce(Key key, std::int64_t qty, std::uint64_t& left) {
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
         std::uint32_t i = find(key);
@@ -443,6 +446,9 @@ public:
         return Reason::Ok;
     }
 
+    // --8<-- [end:reduce]
+
+    // --8<-- [start:replace]
     // old_id leaves; new_id (same side) enters at price/qty with fresh time priority
     // and may match. new_id may equal old_id.
     template <class Sink>
@@ -458,6 +464,7 @@ public:
               sink);
         return Reason::Ok;
     }
+    // --8<-- [end:replace]
 
     // ---- queries ----
 
