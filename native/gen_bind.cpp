@@ -11,30 +11,15 @@
 #include <vector>
 
 #include "gen.hpp"
+#include "read_buffer.hpp"
 
 namespace nb = nanobind;
+using twinmatch::ReadBuffer;
 using twinmatch::gen::Config;
 using twinmatch::gen::MoldPcapWriter;
 using twinmatch::gen::Simulator;
 
 namespace {
-
-// A read-only view of any bytes-like object; holding the Py_buffer keeps the memory
-// alive and unmoved while the GIL is released.
-class ReadBuffer {
-public:
-    explicit ReadBuffer(nb::handle obj) {
-        if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_SIMPLE) != 0) throw nb::python_error();
-    }
-    ~ReadBuffer() { PyBuffer_Release(&view_); }
-    ReadBuffer(const ReadBuffer&) = delete;
-    ReadBuffer& operator=(const ReadBuffer&) = delete;
-    const std::uint8_t* data() const { return static_cast<const std::uint8_t*>(view_.buf); }
-    std::size_t size() const { return static_cast<std::size_t>(view_.len); }
-
-private:
-    Py_buffer view_{};
-};
 
 nb::bytes to_bytes(const std::vector<std::uint8_t>& v) {
     return nb::bytes(reinterpret_cast<const char*>(v.data()), v.size());

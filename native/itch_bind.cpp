@@ -9,30 +9,14 @@
 #include <utility>
 
 #include "itch.hpp"
+#include "read_buffer.hpp"
 
 namespace nb = nanobind;
+using twinmatch::ReadBuffer;
 using twinmatch::ItchEvent;
 namespace itch = twinmatch::itch;
 
 namespace {
-
-// A read-only view of any bytes-like object (bytes, bytearray, mmap, memoryview, numpy
-// uint8). Holding the Py_buffer keeps the exporter from resizing or freeing the memory
-// while the GIL is released; the destructor gives it back.
-class ReadBuffer {
-public:
-    explicit ReadBuffer(nb::handle obj) {
-        if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_SIMPLE) != 0) throw nb::python_error();
-    }
-    ~ReadBuffer() { PyBuffer_Release(&view_); }
-    ReadBuffer(const ReadBuffer&) = delete;
-    ReadBuffer& operator=(const ReadBuffer&) = delete;
-    const std::uint8_t* data() const { return static_cast<const std::uint8_t*>(view_.buf); }
-    std::size_t size() const { return static_cast<std::size_t>(view_.len); }
-
-private:
-    Py_buffer view_{};
-};
 
 using U8Array = nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>;
 using U64Array = nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<1>>;
