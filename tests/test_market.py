@@ -206,7 +206,8 @@ def test_wide_prices_many_symbols_memory_bounded(market_impl: Any) -> None:
     assert len(m) == n_sym * len(prices)
     assert m.books == n_sym
     assert sum(m.counts()["anomalies"].values()) == 0
-    assert grew_mb < 600, f"{grew_mb:.0f} MB for {len(m):,} orders"
+    if not os.environ.get("TWINMATCH_SANITIZED"):  # ASan's calloc touches every page
+        assert grew_mb < 600, f"{grew_mb:.0f} MB for {len(m):,} orders"
 
 
 def test_twins_agree_on_wide_books() -> None:
