@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,18 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-REAL_DATA = ROOT.parent / "shared" / "data" / "real"
+
+
+def _shared() -> Path:
+    """The read-only shared folder: $TWINMATCH_SHARED, beside the checkout, or /work/shared."""
+    for candidate in (os.environ.get("TWINMATCH_SHARED"), ROOT.parent / "shared", "/work/shared"):
+        if candidate and (Path(candidate) / "data" / "real").is_dir():
+            return Path(candidate)
+    return ROOT.parent / "shared"
+
+
+SHARED = _shared()
+REAL_DATA = SHARED / "data" / "real"
 
 
 @dataclass(frozen=True)

@@ -25,19 +25,15 @@ from hypothesis import strategies as st
 import naive.itch as naive_itch
 import optimized.itch as optimized_itch
 from optimized import _native
+from tests.conftest import REAL_DATA, SHARED
 from twinmatch.dtypes import EVENT_DTYPE, EVENT_TYPES
 from twinmatch.itch_errors import ItchError
 from twinmatch.itch_samples import random_record, random_stream, sample_day
 
-REAL = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "real"
+REAL = REAL_DATA
 REAL_ITCH = REAL / "stock-directory-sample.itch"
 REAL_PCAP = REAL / "moldudp64-multiple-packets.pcap"
-SPEC_TABLE = Path(__file__).resolve().parents[1] / ".." / "shared" / "spec" / "itch50_table.py"
-if not REAL_ITCH.exists():  # the shared folder sits beside the checkout
-    REAL = Path("/work/shared/data/real")
-    REAL_ITCH = REAL / "stock-directory-sample.itch"
-    REAL_PCAP = REAL / "moldudp64-multiple-packets.pcap"
-    SPEC_TABLE = Path("/work/shared/spec/itch50_table.py")
+SPEC_TABLE = SHARED / "spec" / "itch50_table.py"
 
 TWINS = {"naive": naive_itch, "optimized": optimized_itch}
 Batch = tuple[np.ndarray, dict[str, int]]

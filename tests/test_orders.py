@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import naive.orders as norders
 import optimized.orders as oorders
+from tests.conftest import REAL_DATA  # noqa: E402
 from twinmatch.dtypes import (
     LOBSTER_DTYPE,
     OP_CANCEL,
@@ -23,7 +24,7 @@ from twinmatch.dtypes import (
     OPS_DTYPE,
 )
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
+REAL = REAL_DATA
 LOBSTER_FILE = REAL / "lobster-AAPL-2012-06-21-message-10.csv"
 IMPLS = {"naive": norders, "optimized": oorders}
 

@@ -30,8 +30,9 @@ from naive.pcap import (
     udp,
     write_pcap,
 )
+from tests.conftest import REAL_DATA  # noqa: E402
 
-REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "real"
+REAL = REAL_DATA
 IMPLS = {"naive": npcap, "optimized": opcap}
 
 
