@@ -302,6 +302,35 @@ inline ScanResult scan_scalar(const std::uint8_t* buf, std::size_t n, ItchEvent*
 }
 // --8<-- [end:decode_loop]
 
+// One record at buf[0, n): exactly one turn of scan_scalar's loop, for callers that take
+// records one at a time (the pipeline) and so should not pay scan()'s per-call dispatch
+// and setup for each. Same checks, same counts, same result as scan_scalar(buf, n, ...)
+// on a buffer holding at most one record: consumed 0 means the record is partial.
+inline ScanResult decode_one(const std::uint8_t* buf, std::size_t n, ItchEvent* out,
+                             std::uint64_t* counts) {
+    ScanResult r;
+    if (n < 2) return r;
+    const std::size_t len = be16(buf);
+    if (len == 0) {
+        r.error = Error::ZeroLength;
+        return r;
+    }
+    if (n - 2 < len) return r;  // partial record
+    const std::uint8_t* msg = buf + 2;
+    const std::uint8_t type = msg[0];
+    const std::size_t want = kLength[type];
+    if (want != 0 && want != len) {
+        r.error = Error::BadLength;
+        r.error_type = type;
+        r.error_length = static_cast<std::uint16_t>(len);
+        return r;
+    }
+    ++counts[type];
+    if (want != 0 && decode_event(msg, *out)) r.events = 1;
+    r.consumed = 2 + len;
+    return r;
+}
+
 // --8<-- [start:simd]
 // The same loop with one AVX-512 VBMI instruction doing all of decode_event's work.
 //

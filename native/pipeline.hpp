@@ -36,7 +36,9 @@
 #include "ring.hpp"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
+#include <x86intrin.h>
 #endif
 
 namespace twinmatch {
@@ -69,12 +71,83 @@ inline bool pin_thread(std::thread& t, int cpu) {
 }
 
 // --8<-- [start:now_ns]
-inline std::uint64_t now_ns() {
-    // steady_clock: monotonic, read through the vDSO (~20 ns, no system call). Chapter 7
-    // compares it with the TSC.
+inline std::uint64_t steady_ns() {
+    // steady_clock: monotonic, read through the vDSO (~20 ns, no system call).
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::steady_clock::now().time_since_epoch()).count());
 }
+
+// The TSC counts CPU reference cycles; one rdtsc instruction (a few ns) reads it. It is a
+// clock only where it is invariant: it ticks at one rate whatever the core's frequency or
+// sleep state (cpuid leaf 0x80000007, EDX bit 8; Linux shows it as constant_tsc +
+// nonstop_tsc). Anywhere else (or off x86) the stamps come from steady_clock.
+inline bool tsc_invariant() {
+#if defined(__x86_64__)
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u) return false;
+    __get_cpuid(0x80000007u, &a, &b, &c, &d);
+    return (d >> 8) & 1u;
+#else
+    return false;
+#endif
+}
+
+// Stamps in nanoseconds. With an invariant TSC: ticks since a base, scaled by ns per tick
+// as a 32.32 fixed-point multiplier measured against steady_clock, so a stamp costs one
+// rdtsc and one multiply instead of a vDSO call.
+struct TscScale {
+    std::uint64_t mult = 0, base_tsc = 0, base_ns = 0;  // mult 0: no usable TSC
+};
+
+inline TscScale calibrate_tsc() {
+    TscScale k;
+#if defined(__x86_64__)
+    if (!tsc_invariant()) return k;
+    // ~2 ms: long enough that the two clocks' read costs (tens of ns) are < 0.01% of it.
+    const std::uint64_t s0 = steady_ns(), t0 = __rdtsc();
+    std::uint64_t s1 = s0, t1 = t0;
+    while (s1 - s0 < 2'000'000) {
+        s1 = steady_ns();
+        t1 = __rdtsc();
+    }
+    if (t1 <= t0) return k;
+    k.mult = static_cast<std::uint64_t>((static_cast<unsigned __int128>(s1 - s0) << 32) /
+                                        (t1 - t0));
+    k.base_tsc = t1;
+    k.base_ns = s1;
+#endif
+    return k;
+}
+
+class StampClock {
+public:
+    explicit StampClock(bool allow_tsc = true) {
+        if (!allow_tsc) return;
+        // The TSC's rate is a property of the machine: measure it once per process (a
+        // function-local static is initialised once, thread-safely), not once per run.
+        static const TscScale scale = calibrate_tsc();
+        k_ = scale;
+        tsc_ = k_.mult != 0;
+    }
+    bool tsc() const { return tsc_; }
+    const char* name() const { return tsc_ ? "tsc" : "std::chrono::steady_clock"; }
+
+    std::uint64_t now_ns() const {
+#if defined(__x86_64__)
+        if (tsc_) [[likely]] {
+            // unsigned __int128: ticks x multiplier can pass 2^64 after a few seconds.
+            const std::uint64_t ticks = __rdtsc() - k_.base_tsc;
+            return k_.base_ns + static_cast<std::uint64_t>(
+                (static_cast<unsigned __int128>(ticks) * k_.mult) >> 32);
+        }
+#endif
+        return steady_ns();
+    }
+
+private:
+    bool tsc_ = false;
+    TscScale k_;
+};
 // --8<-- [end:now_ns]
 
 // Placement: three pinned threads; three threads left to the OS scheduler; or the parser
@@ -119,6 +192,7 @@ struct PipelineConfig {
     WaitKind wait = WaitKind::Auto;
     std::uint64_t hist_width_ns = 20;
     std::uint64_t hist_buckets = 500'000;  // 20 ns x 500,000 = 10 ms, then overflow
+    bool allow_tsc = true;              // false: stamps from steady_clock even where the TSC works
     int fd = -1;                        // set by run(): where the logger writes
 };
 
@@ -143,7 +217,7 @@ struct PipelineStats {
 class Pipeline {
 public:
     explicit Pipeline(const PipelineConfig& cfg)
-        : cfg_(cfg), market_(cfg.mode),
+        : cfg_(cfg), clock_(cfg.allow_tsc), market_(cfg.mode),
           events_(cfg.ring_capacity), fills_(cfg.fill_capacity),
           parse_hist_(cfg.hist_width_ns, cfg.hist_buckets),
           e2e_hist_(cfg.hist_width_ns, cfg.hist_buckets) {
@@ -164,6 +238,7 @@ public:
     const Histogram& parse_hist() const { return parse_hist_; }
     const Histogram& e2e_hist() const { return e2e_hist_; }
     const Market& market() const { return market_; }
+    const StampClock& clock() const { return clock_; }
     Placement placement() const { return placement_; }
     WaitKind wait_kind() const { return wait_; }
     const std::vector<int>& cpus() const { return cpus_; }
@@ -176,6 +251,12 @@ private:
     };
     static_assert(sizeof(Stamped) == 64, "one event per cache line");
     static constexpr std::size_t kOutBuffer = 1 << 20;
+
+    // t1 - t0, or 0 if t1 is earlier: two cores' TSCs may disagree by a few ticks, and a
+    // wrapped difference would land in the overflow bucket.
+    static std::uint64_t elapsed(std::uint64_t t0, std::uint64_t t1) {
+        return t1 > t0 ? t1 - t0 : 0;
+    }
 
     void decide_placement() {
         cpus_ = usable_cpus();
@@ -192,8 +273,9 @@ private:
     }
 
     // --8<-- [start:parser]
-    // Parse one record at buf[off]: itch::scan over exactly that record's bytes, so the
-    // framing checks and the decoder are the chapter 3 code. Returns false at the end of
+    // Parse one record at buf[off]: itch::decode_one over exactly that record's bytes, so
+    // the framing checks and the decoder are the chapter 3 code, without scan()'s per-call
+    // dispatch. Returns false at the end of
     // the input, an error, or a stop. `t0` is when this record's parse began: the caller
     // passes the previous record's parsed stamp, so each message costs one clock read
     // here (and one in the engine), not two.
@@ -209,7 +291,7 @@ private:
             return false;
         }
         const std::size_t record = std::min<std::size_t>(n - off, 2 + itch::be16(buf + off));
-        itch::ScanResult r = itch::scan(buf + off, record, &out.ev, st_.by_type.data());
+        itch::ScanResult r = itch::decode_one(buf + off, record, &out.ev, st_.by_type.data());
         if (r.error != itch::Error::Ok) {
             st_.error = r.error;
             st_.error_type = r.error_type;
@@ -220,9 +302,9 @@ private:
             st_.error = itch::Error::TruncatedBody;
             return false;
         }
-        out.parsed_ns = now_ns();
+        out.parsed_ns = clock_.now_ns();
         has_event = r.events != 0;
-        if (has_event) parse_hist_.record(out.parsed_ns - t0);
+        if (has_event) parse_hist_.record(elapsed(t0, out.parsed_ns));
         off += r.consumed;
         st_.consumed = off;
         ++st_.records;
@@ -235,7 +317,7 @@ private:
         std::size_t off = 0;
         Stamped s;
         bool has_event = false;
-        std::uint64_t t0 = now_ns();
+        std::uint64_t t0 = clock_.now_ns();
         while (parse_one(buf, n, off, s, has_event, t0)) {
             t0 = s.parsed_ns;  // the next record's parse starts now
             if (!has_event) continue;  // counted only (unknown and non-book types)
@@ -246,7 +328,7 @@ private:
                     if (abort_.load(std::memory_order_relaxed)) return;
                     backoff.wait();
                 }
-                t0 = now_ns();  // the wait is a stall, not parsing
+                t0 = clock_.now_ns();  // the wait is a stall, not parsing
                 ++st_.parser_stalls;
                 st_.parser_stall_ns += t0 - s.parsed_ns;
             }
@@ -260,15 +342,15 @@ private:
     std::uint64_t match_one(const Stamped& s) {
         fill_batch_.clear();
         market_.run(&s.ev, 1, fill_batch_);  // no allocation once fill_batch_ has grown
-        const std::uint64_t matched = now_ns();
-        e2e_hist_.record(matched - s.parsed_ns);
+        const std::uint64_t matched = clock_.now_ns();
+        e2e_hist_.record(elapsed(s.parsed_ns, matched));
         const std::uint64_t stalls = st_.engine_stalls;
         for (FillRecord& f : fill_batch_) {
             f.op_index = static_cast<std::uint32_t>(st_.matched);  // low 32 bits
             push_fill(f);
         }
         ++st_.matched;
-        return st_.engine_stalls == stalls ? matched : now_ns();
+        return st_.engine_stalls == stalls ? matched : clock_.now_ns();
     }
 
     void push_fill(const FillRecord& f) {
@@ -279,14 +361,14 @@ private:
             return;
         }
         // Lossless: wait for the logger, and report how long matching was held up.
-        const std::uint64_t t0 = now_ns();
+        const std::uint64_t t0 = clock_.now_ns();
         Backoff backoff(wait_);
         while (!fills_.try_push(f)) {
             if (abort_.load(std::memory_order_relaxed)) return;
             backoff.wait();
         }
         ++st_.engine_stalls;
-        st_.engine_stall_ns += now_ns() - t0;
+        st_.engine_stall_ns += clock_.now_ns() - t0;
     }
 
     void engine_loop() {
@@ -319,7 +401,7 @@ private:
         std::size_t off = 0;
         Stamped s;
         bool has_event = false;
-        std::uint64_t t0 = now_ns();
+        std::uint64_t t0 = clock_.now_ns();
         while (parse_one(buf, n, off, s, has_event, t0)) {
             t0 = s.parsed_ns;
             if (!has_event) continue;
@@ -331,8 +413,8 @@ private:
     // --8<-- [start:logger]
     void log_fill(const FillRecord& f) {
         if (cfg_.logger_delay_ns) {  // tests: a slow disk, simulated by a busy wait
-            const std::uint64_t until = now_ns() + cfg_.logger_delay_ns;
-            while (now_ns() < until) cpu_relax();
+            const std::uint64_t until = clock_.now_ns() + cfg_.logger_delay_ns;
+            while (clock_.now_ns() < until) cpu_relax();
         }
         char line[96];
         char* p = line;
@@ -403,6 +485,7 @@ private:
     }
 
     PipelineConfig cfg_;
+    StampClock clock_;
     Market market_;
     SpscRing<Stamped> events_;
     SpscRing<FillRecord> fills_;
@@ -427,7 +510,7 @@ inline void Pipeline::run(const std::uint8_t* buf, std::size_t n, int fd) {
     if (ran_) throw std::logic_error("a Pipeline runs once");
     ran_ = true;
     cfg_.fd = fd;
-    const std::uint64_t t0 = now_ns();
+    const std::uint64_t t0 = clock_.now_ns();
     std::thread logger([&] { guarded([&] { logger_loop(); }); });
     std::thread engine, parser;
     if (placement_ == Placement::Fused) {
@@ -454,7 +537,7 @@ inline void Pipeline::run(const std::uint8_t* buf, std::size_t n, int fd) {
     parser.join();
     if (engine.joinable()) engine.join();
     logger.join();
-    st_.seconds_ns = now_ns() - t0;
+    st_.seconds_ns = clock_.now_ns() - t0;
     if (error_) std::rethrow_exception(error_);
 }
 // --8<-- [end:run]

@@ -238,6 +238,7 @@ void register_pipeline(nb::module_& m) {
                 d["parse"] = hist_summary(p.parse_hist());
                 d["e2e"] = hist_summary(p.e2e_hist());
                 d["placement"] = placement_name(p.placement());
+                d["clock"] = p.clock().name();
                 d["wait"] = p.wait_kind() == WaitKind::Spin ? "spin" : "spin-then-yield";
                 d["cpus"] = p.cpus();
                 d["pinned"] = p.pinned_to();

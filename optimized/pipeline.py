@@ -90,7 +90,6 @@ class Pipeline:
         s["rejects"] = {REASONS[r]: int(s["rejects"][r]) for r in range(1, len(REASONS))}
         s["by_type"] = dict(sorted(s["by_type"].items()))
         s["policy"] = self.policy
-        s["clock"] = "std::chrono::steady_clock"
         return s
 
     def hist_counts(self, which: str) -> list[int]:

@@ -206,6 +206,41 @@ def test_histogram_percentiles_are_monotone(flow: bytes) -> None:
     assert np.isfinite(e["mean"])
 
 
+def test_stamp_clock_is_named_and_in_nanoseconds(flow: bytes) -> None:
+    """The TSC runs where /proc/cpuinfo says it is invariant (x86), else steady_clock; either
+    way the histograms are nanoseconds: their sums cannot exceed the run's wall time."""
+    import platform
+
+    from optimized.pipeline import Pipeline
+
+    r = Pipeline("match").run(flow)
+    flags = ""
+    if Path("/proc/cpuinfo").exists():
+        flags = Path("/proc/cpuinfo").read_text()
+    invariant = "constant_tsc" in flags and "nonstop_tsc" in flags
+    x86 = platform.machine() in ("x86_64", "AMD64")
+    assert r["clock"] == ("tsc" if x86 and invariant else "std::chrono::steady_clock")
+    wall_ns = r["seconds"] * 1e9
+    # Fused: parse and e2e tile one thread's time; apart: each is within the run.
+    assert r["parse"]["count"] == r["e2e"]["count"] == r["events"]
+    assert r["parse"]["mean"] * r["parse"]["count"] <= wall_ns * 1.01
+    assert 0 < r["e2e"]["max"] <= wall_ns * 1.01
+
+
+def test_replay_pipeline_maps_raw_files_for_the_optimized_twin(flow: bytes, tmp_path: Path
+                                                              ) -> None:
+    from twinmatch.pipeline import load, replay_pipeline
+
+    path = tmp_path / "flow.itch"
+    path.write_bytes(flow)
+    mapped = load(path, in_place=True)
+    assert not isinstance(mapped, bytes) and mapped[:] == flow
+    assert load(path) == flow
+    fills = tmp_path / "f.csv"
+    replay_pipeline(path, "optimized", "match", fills)
+    assert fills.read_text() == single_threaded(flow, "match")
+
+
 def test_cli_replay_pipeline(flow: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
                              ) -> None:
     import json
