@@ -17,6 +17,7 @@
 
 #include "histogram.hpp"
 #include "pipeline.hpp"
+#include "read_buffer.hpp"
 #include "ring.hpp"
 
 namespace nb = nanobind;
@@ -25,22 +26,7 @@ using namespace twinmatch;
 
 namespace {
 
-// A read-only view of any bytes-like object (bytes, mmap, numpy uint8), held for as long
-// as the C++ side reads it with the GIL released.
-class View {
-public:
-    explicit View(nb::handle obj) {
-        if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_SIMPLE) != 0) throw nb::python_error();
-    }
-    ~View() { PyBuffer_Release(&view_); }
-    View(const View&) = delete;
-    View& operator=(const View&) = delete;
-    const std::uint8_t* data() const { return static_cast<const std::uint8_t*>(view_.buf); }
-    std::size_t size() const { return static_cast<std::size_t>(view_.len); }
-
-private:
-    Py_buffer view_{};
-};
+using View = twinmatch::ReadBuffer;  // native/read_buffer.hpp
 
 using U64In = nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
