@@ -348,6 +348,31 @@ def numbers(groups: dict[str, Group], label: str) -> dict[str, str]:
     return out
 
 
+def targets_html(results: list[dict[str, Any]], data: dict[str, Any], label: str) -> str:
+    """The speed targets as ratios from this run, as the same kind of table as a group's."""
+    e = html.escape
+    lines = ['<div class="tm-bench" data-group="targets">', "<table>",
+             "<caption>Speed targets, as ratios of two benchmarks measured in the same run "
+             "(scripts/targets.py). A ratio from one run is a claim about this machine.</caption>",
+             "<thead><tr><th>target</th><th>measured</th><th>per op (fast / slow)</th>"
+             "<th>status</th></tr></thead>", "<tbody>"]
+    for r in results:
+        if r["status"] == "not measured":
+            lines.append(f"<tr><th scope=\"row\">{e(r['claim'])}</th><td>not measured</td>"
+                         "<td></td><td></td></tr>")
+            continue
+        bound = ("&le; " if r["at_most"] else "&ge; ") + f"{r['bound']:g}&times;"
+        need = "no target" if r["status"] == "reported" else f"need {bound}"
+        status = {"pass": "met", "FAIL": "<strong>NOT met</strong>"}.get(r["status"], "reported")
+        lines.append(
+            f"<tr><th scope=\"row\">{e(r['claim'])}</th><td>{fmt_ratio(r['ratio'])} ({need})</td>"
+            f"<td>{fmt_time(r['fast_s_per_op'])} / {fmt_time(r['slow_s_per_op'])}</td>"
+            f"<td>{status}</td></tr>")
+    lines += ["</tbody></table>",
+              f'<p class="tm-bench-note">Measured on: {e(label)}</p>', "</div>", ""]
+    return "\n".join(lines)
+
+
 def target_numbers(results: list[dict[str, Any]]) -> dict[str, str]:
     """One number per measured speed target: target-<key> (the ratio) and -status."""
     out: dict[str, str] = {}
@@ -511,7 +536,7 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
     # The speed targets as ratios measured in this run (scripts/targets.py).
     results = targets.evaluate(data) if groups else []
     if results:
-        write("targets-table.md", targets.markdown(results, data))
+        write("targets-table.md", targets_html(results, data, label))
     for group in sorted(want.tables):
         if f"{group}-table.md" not in written:
             write(f"{group}-table.md", missing_table_html(group, source))
