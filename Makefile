@@ -75,15 +75,20 @@ test: lint typecheck stubs-check pytest exercises-check docs browser-check
 check: $(STAMP)
 	$(PY) scripts/exercises.py check $(EX)
 
-# The comparisons: pytest-benchmark JSON in out/bench.json, then the speed targets as ratios.
-bench: $(STAMP)
+# The comparisons: pytest-benchmark JSON in out/bench.json, then the speed targets as
+# ratios from that one run (exit 1 if one is missed).
+bench-run: $(STAMP)
 	mkdir -p out
 	$(VENV)/bin/pytest tests/bench -p no:cacheprovider --benchmark-only \
 	  --benchmark-json=out/bench.json --benchmark-columns=median,ops,rounds -q $(BENCH_ARGS)
+
+bench: bench-run
 	$(PY) scripts/targets.py out/bench.json
 
-# The book with fresh numbers from this machine.
-book: bench
+# The book with fresh numbers from this machine (a missed target is reported in the
+# book, not fatal here).
+book: bench-run
+	$(PY) scripts/targets.py out/bench.json --no-fail
 	$(PY) scripts/figures.py --bench out/bench.json
 	$(VENV)/bin/mkdocs build --strict
 	@echo "book built: open site/index.html (or: $(VENV)/bin/mkdocs serve)"
