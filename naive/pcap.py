@@ -42,6 +42,8 @@ from typing import Any, Final
 
 import numpy as np
 
+from twinmatch.pcap_files import decode_stream
+
 GLOBAL_HEADER_LEN: Final = 24
 RECORD_HEADER_LEN: Final = 16
 MOLD_HEADER_LEN: Final = 20
@@ -340,16 +342,7 @@ class PcapReader:
     def _blocks(self) -> Iterator[tuple[Any, Any]]:
         # Late: the ITCH decoder is a separate component, loaded when first needed.
         itch = importlib.import_module("naive.itch")
-
-        with open(self.path, "rb") as f:
-            pending = b""
-            while chunk := f.read(self.chunk_size):
-                buf = pending + chunk
-                framed, used = self.scanner.feed(buf)
-                pending = buf[used:]
-                if len(framed):
-                    yield itch.decode(framed)
-            self.scanner.finish(pending)
+        yield from decode_stream(self.path, self.chunk_size, self.scanner, itch.decode)
 
     def __iter__(self) -> PcapReader:
         return self
