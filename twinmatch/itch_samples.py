@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import random
 import struct
+from pathlib import Path
 from typing import Final
 
 from naive.itch import CLASSES, STRUCTS, Record, StockDirectory, frame
 
-__all__ = ["DAY_MIX", "random_record", "random_stream", "sample_day"]
+__all__ = ["DAY_MIX", "cached_sample_day", "random_record", "random_stream", "sample_day"]
 
 CHARS: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 "
+SAMPLE_VERSION: Final = 1  # bump when sample_day's output changes: old cache files are ignored
 
 
 def _value(rng: random.Random, code: str) -> object:
@@ -119,3 +121,20 @@ def sample_day(n: int, seed: int = 1, symbols: int = 500) -> bytes:
         out.append(frame(rec))
     out.append(frame(CLASSES[b"S"](0, 0, 20 * 3600 * 10**9, b"C")))
     return b"".join(out)
+
+
+def cached_sample_day(n: int, seed: int = 1, cache_dir: Path | None = None) -> bytes:
+    """``sample_day(n, seed)``, kept in ``cache_dir`` (default out/cache).
+
+    A 10M-message day takes Python over a minute to draw; the benchmarks draw it once.
+    """
+    cache_dir = cache_dir or Path(__file__).resolve().parent.parent / "out" / "cache"
+    path = cache_dir / f"itch-day-v{SAMPLE_VERSION}-{n}-{seed}.itch"
+    if path.exists():
+        return path.read_bytes()
+    day = sample_day(n, seed)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_bytes(day)
+    tmp.replace(path)  # never a half-written cache file
+    return day
