@@ -190,12 +190,17 @@ public:
 
     // Every lookup takes the fingerprint as well as the id: the batch loop computes it
     // once per operation (for its prefetch) and hands it down, instead of rehashing.
-    std::uint32_t find(std::uint64_t key, std::uint32_t fp, const NodePool& pool) const {
+    // The answer is a slot: the one holding the id, or the empty slot that ends its probe
+    // run (node_at() is then kNil). Keeping the slot lets a cancel erase it directly.
+    std::uint64_t slot_of(std::uint64_t key, std::uint32_t fp, const NodePool& pool) const {
         for (std::uint64_t i = fp & mask_;; i = (i + 1) & mask_) {
             Slot s = slots_[i];
-            if (s.node == kNil) return kNil;  // an empty slot ends the probe run
-            if (s.fp == fp && pool[s.node].id == key) return s.node;
+            if (s.node == kNil || (s.fp == fp && pool[s.node].id == key)) return i;
         }
+    }
+    std::uint32_t node_at(std::uint64_t slot) const { return slots_[slot].node; }
+    std::uint32_t find(std::uint64_t key, std::uint32_t fp, const NodePool& pool) const {
+        return node_at(slot_of(key, fp, pool));
     }
     // Called before an operation changes anything: afterwards insert() cannot fail.
     void ensure_one() {
@@ -214,6 +219,10 @@ public:
     void erase(std::uint32_t fp, std::uint32_t node) {
         std::uint64_t i = fp & mask_;
         while (slots_[i].node != node) i = (i + 1) & mask_;
+        erase_at(i);
+    }
+    // Forget the entry in slot i (a slot_of() answer, with no insert or erase since).
+    void erase_at(std::uint64_t i) {
         // Backward shift: walk the rest of the run; an entry may move into the hole
         // at i only if i lies between its home slot and where it sits now.
         for (std::uint64_t j = (i + 1) & mask_; slots_[j].node != kNil; j = (j + 1) & mask_) {
@@ -418,31 +427,34 @@ public:
     }
 
     Reason cancel(Key key, std::uint64_t& removed) {
-        std::uint32_t i = find(key);
+        std::uint64_t slot = slot_of(key);
+        std::uint32_t i = ids_.node_at(slot);
         if (i == kNil) return Reason::UnknownId;
         removed = pool_[i].qty;
-        remove(i);
+        remove(i, slot);
         return Reason::Ok;
     }
 
     // --8<-- [start:reduce]
     Reason reduce(Key key, std::int64_t qty, std::uint64_t& left) {
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        std::uint32_t i = find(key);
+        std::uint64_t slot = slot_of(key);
+        std::uint32_t i = ids_.node_at(slot);
         if (i == kNil) return Reason::UnknownId;
         if (std::uint64_t(qty) > pool_[i].qty) return Reason::OverReduce;
-        left = take(i, static_cast<std::uint32_t>(qty));
+        left = take(i, slot, static_cast<std::uint32_t>(qty));
         return Reason::Ok;
     }
 
     Reason execute(Key key, std::int64_t qty, Fill& fill) {
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        std::uint32_t i = find(key);
+        std::uint64_t slot = slot_of(key);
+        std::uint32_t i = ids_.node_at(slot);
         if (i == kNil) return Reason::UnknownId;
         const Node& n = pool_[i];
         if (std::uint64_t(qty) > n.qty) return Reason::OverReduce;
         fill = Fill{key.id, 0, n.price, static_cast<std::uint32_t>(qty), opposite(n.side)};
-        take(i, static_cast<std::uint32_t>(qty));
+        take(i, slot, static_cast<std::uint32_t>(qty));
         return Reason::Ok;
     }
 
@@ -455,11 +467,12 @@ public:
     Reason replace(Key old_key, Key new_key, std::int64_t price, std::int64_t qty, Sink&& sink) {
         if (price < 1 || price > kMaxPrice) return Reason::BadPrice;
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        std::uint32_t i = find(old_key);
+        std::uint64_t slot = slot_of(old_key);
+        std::uint32_t i = ids_.node_at(slot);
         if (i == kNil) return Reason::UnknownId;
         if (new_key.id != old_key.id && find(new_key) != kNil) return Reason::DuplicateId;
         Side side = pool_[i].side;
-        remove(i);  // frees a node and a hash slot, so enter() below cannot need growth
+        remove(i, slot);  // frees a node and a hash slot, so enter() below cannot need growth
         enter(new_key, side, static_cast<std::uint32_t>(price), static_cast<std::uint32_t>(qty),
               sink);
         return Reason::Ok;
@@ -468,7 +481,7 @@ public:
 
     // ---- queries ----
 
-    std::size_t size() const { return n_orders_; }
+    std::size_t size() const { return ids_.size(); }  // every resting order has one id entry
     // Best price (0 if none) and its level.
     std::uint32_t best(Side side, std::uint64_t& qty) {
         qty = 0;
@@ -535,7 +548,6 @@ public:
         }
         pool_.clear();
         ids_.clear();
-        n_orders_ = 0;
     }
 
     // --8<-- [start:prefetch]
@@ -601,6 +613,7 @@ private:
     }
     static int idx(Side s) { return s == Side::Buy ? 0 : 1; }
     std::uint32_t find(Key key) const { return ids_.find(key.id, key.fp, pool_); }
+    std::uint64_t slot_of(Key key) const { return ids_.slot_of(key.id, key.fp, pool_); }
 
     void reserve_one() {  // all growth happens here, before anything changes
         pool_.ensure_one();
@@ -718,7 +731,6 @@ private:
                 ids_.erase(n.fp, i);
                 pool_.release(i);
                 --l->count;
-                --n_orders_;
                 i = next;
             }
             l->head = i;
@@ -741,40 +753,42 @@ private:
             if (qty == 0) return;
         }
         std::uint64_t off = std::uint64_t(price) - base_;
-        if (off >= window_ && bits_[0].empty() && bits_[1].empty()) {
-            recentre(price);
-            off = std::uint64_t(price) - base_;
-        }
-        Level* l;
-        if (off < window_) {
-            l = &levels_[off];
-            if (l->count == 0) bits_[idx(side)].set(off);
-        } else {
-            l = &far_[idx(side)][price];  // slow path: may allocate a map node
-        }
+        Level* l = off < window_ ? &levels_[off] : outside_level(price, side);
         std::uint32_t i = pool_.alloc();
-        pool_[i] = Node{key.id, qty, price, kNil, kNil, key.fp, side, {}};
-        if (l->count == 0) {
-            *l = Level{qty, i, i, 1, 0};
-        } else {
+        if (l->count != 0) [[likely]] {  // join the back of a level's queue
+            pool_[i] = Node{key.id, qty, price, kNil, l->tail, key.fp, side, {}};
             pool_[l->tail].next = i;
-            pool_[i].prev = l->tail;
             l->tail = i;
             l->total += qty;
             ++l->count;
+        } else {  // a new level: only a new level can improve the side's best price
+            pool_[i] = Node{key.id, qty, price, kNil, kNil, key.fp, side, {}};
+            *l = Level{qty, i, i, 1, 0};
+            off = std::uint64_t(price) - base_;  // recomputed: the window may have moved
+            if (off < window_) bits_[idx(side)].set(off);
+            improve_best(side, price);
         }
         ids_.insert(key.fp, i);
-        improve_best(side, price);
-        ++n_orders_;
+    }
+
+    // The level for a new order whose price lies outside the window (the slow path):
+    // re-centre the window on it if the window holds no orders, else use the far map.
+    [[gnu::noinline]] Level* outside_level(std::uint32_t price, Side side) {
+        if (bits_[0].empty() && bits_[1].empty()) {
+            recentre(price);
+            std::uint64_t off = std::uint64_t(price) - base_;
+            if (off < window_) return &levels_[off];  // always true: centred on price
+        }
+        return &far_[idx(side)][price];  // may allocate a map node
     }
 
     // Take qty (1..its qty) off a resting order: it keeps its place unless it reaches
     // zero and leaves. Returns the quantity left.
-    std::uint32_t take(std::uint32_t i, std::uint32_t qty) {
+    std::uint32_t take(std::uint32_t i, std::uint64_t slot, std::uint32_t qty) {
         Node& n = pool_[i];
         std::uint32_t left = n.qty - qty;
         if (left == 0) {
-            remove(i);
+            remove(i, slot);
         } else {
             n.qty = left;
             level_of(n.price, n.side)->total -= qty;
@@ -782,8 +796,9 @@ private:
         return left;
     }
 
-    // Unlink a resting order from its level's FIFO and forget it.
-    [[gnu::always_inline]] void remove(std::uint32_t i) {
+    // Unlink a resting order (node i, whose id is in hash slot `slot`) from its level's
+    // FIFO and forget it.
+    [[gnu::always_inline]] void remove(std::uint32_t i, std::uint64_t slot) {
         Node& n = pool_[i];
         Level* l = level_of(n.price, n.side);
         // Which link points at n: the previous node's `next`, or the level's head when n
@@ -795,9 +810,8 @@ private:
         into_next = n.prev;
         l->total -= n.qty;
         if (--l->count == 0) drop_level(n.price, n.side);
-        ids_.erase(n.fp, i);
+        ids_.erase_at(slot);  // the slot the caller's lookup found: no second probe
         pool_.release(i);
-        --n_orders_;
     }
 
     std::uint64_t window_;
@@ -808,7 +822,6 @@ private:
     NodePool pool_;
     IdHash ids_;
     std::int64_t best_[2] = {kNoKey, kNoKey};  // best bid, best ask as keys (see crosses())
-    std::size_t n_orders_ = 0;
     std::uint64_t recentres_ = 0;
 };
 
