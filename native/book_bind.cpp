@@ -108,6 +108,13 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
         for (std::size_t k = 0; k < std::min(n, kSlotAhead); ++k)
             fps[k] = IdHash::fingerprint(ops[k].order_id);
     }
+    // Fills are tagged with the index of the op that made them. The sink is made once,
+    // outside the loop: a sink made per op is rebuilt on the stack every time round.
+    std::uint32_t idx = 0;
+    auto sink = [&](const Fill& f) {
+        fills.push_back(FillRecord{f.resting_id, f.aggressor_id, f.price, f.qty, idx,
+                                   static_cast<std::uint8_t>(f.aggressor_side), {}});
+    };
     for (std::size_t k = 0; k < n; ++k) {
         if constexpr (kHinted) {
             // The op stream itself: the hardware prefetcher stops at each 4 KB page
@@ -124,11 +131,7 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
             if constexpr (kHinted) return Key(op.order_id, fps[k % kRing]);
             else return op.order_id;
         }();
-        auto idx = static_cast<std::uint32_t>(k);  // n < 2^32 is checked by the caller
-        auto sink = [&](const Fill& f) {
-            fills.push_back(FillRecord{f.resting_id, f.aggressor_id, f.price, f.qty, idx,
-                                       static_cast<std::uint8_t>(f.aggressor_side), {}});
-        };
+        idx = static_cast<std::uint32_t>(k);  // n < 2^32 is checked by the caller
         Reason r;
         std::uint64_t out;
         switch (op.op) {
