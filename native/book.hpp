@@ -202,17 +202,18 @@ public:
     std::uint32_t find(std::uint64_t key, std::uint32_t fp, const NodePool& pool) const {
         return node_at(slot_of(key, fp, pool));
     }
-    // Called before an operation changes anything: afterwards insert() cannot fail.
-    void ensure_one() {
-        if ((size_ + 1) * 2 > mask_ + 1) {
-            if (mask_ + 1 >= kMaxSlots) throw std::length_error("order id table full (2^31 orders)");
-            rehash((mask_ + 1) * 2);
-        }
+    // Called before an operation changes anything: afterwards insert_at() cannot fail.
+    // Returns true if the table grew, which moves every entry (earlier slots are stale).
+    bool ensure_one() {
+        if (size_ < grow_at_) return false;  // room for one more at most half full
+        if (mask_ + 1 >= kMaxSlots) throw std::length_error("order id table full (2^31 orders)");
+        rehash((mask_ + 1) * 2);
+        return true;
     }
-    void insert(std::uint32_t fp, std::uint32_t node) {  // its id must be absent
-        std::uint64_t i = fp & mask_;
-        while (slots_[i].node != kNil) i = (i + 1) & mask_;
-        slots_[i] = Slot{fp, node};
+    // Put an absent id in `slot`: the empty slot that slot_of() returned for it, with no
+    // insert or erase since (so the lookup that rejected duplicates also places the id).
+    void insert_at(std::uint64_t slot, std::uint32_t fp, std::uint32_t node) {
+        slots_[slot] = Slot{fp, node};
         ++size_;
     }
     // Forget the entry with fingerprint fp that maps to `node` (no id comparison needed).
@@ -258,6 +259,7 @@ private:
         for (std::uint64_t i = 0; i < cap; ++i) p[i].node = kNil;
         slots_ = p;
         mask_ = cap - 1;
+        grow_at_ = cap / 2;
         size_ = 0;
     }
     void rehash(std::uint64_t cap) {
@@ -276,6 +278,7 @@ private:
     Slot* slots_ = nullptr;
     std::uint64_t mask_ = 0;
     std::uint64_t size_ = 0;
+    std::uint64_t grow_at_ = 0;  // capacity / 2: the size at which ensure_one() grows
 };
 // --8<-- [end:hash]
 
@@ -408,9 +411,13 @@ public:
     Reason add_limit(Key key, Side side, std::int64_t price, std::int64_t qty, Sink&& sink) {
         if (price < 1 || price > kMaxPrice) return Reason::BadPrice;
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        if (find(key) != kNil) return Reason::DuplicateId;
-        reserve_one();
-        enter(key, side, static_cast<std::uint32_t>(price), static_cast<std::uint32_t>(qty), sink);
+        std::uint64_t slot = slot_of(key);  // where the id is, or where it would go
+        if (ids_.node_at(slot) != kNil) return Reason::DuplicateId;
+        // All growth happens here, before anything changes.
+        pool_.ensure_one();
+        if (ids_.ensure_one()) slot = slot_of(key);  // the table grew: find the place again
+        enter(key, slot, side, static_cast<std::uint32_t>(price), static_cast<std::uint32_t>(qty),
+              sink);
         return Reason::Ok;
     }
     // --8<-- [end:add_limit]
@@ -473,8 +480,9 @@ public:
         if (new_key.id != old_key.id && find(new_key) != kNil) return Reason::DuplicateId;
         Side side = pool_[i].side;
         remove(i, slot);  // frees a node and a hash slot, so enter() below cannot need growth
-        enter(new_key, side, static_cast<std::uint32_t>(price), static_cast<std::uint32_t>(qty),
-              sink);
+        // (and may move entries: the new id's place is looked up after it)
+        enter(new_key, slot_of(new_key), side, static_cast<std::uint32_t>(price),
+              static_cast<std::uint32_t>(qty), sink);
         return Reason::Ok;
     }
     // --8<-- [end:replace]
@@ -615,11 +623,6 @@ private:
     std::uint32_t find(Key key) const { return ids_.find(key.id, key.fp, pool_); }
     std::uint64_t slot_of(Key key) const { return ids_.slot_of(key.id, key.fp, pool_); }
 
-    void reserve_one() {  // all growth happens here, before anything changes
-        pool_.ensure_one();
-        ids_.ensure_one();
-    }
-
     // --8<-- [start:window]
     // The level for a price on one side: the window slot if the price is inside the
     // window (an unsigned subtraction: prices below base wrap to huge offsets), else
@@ -741,34 +744,43 @@ private:
     }
     // --8<-- [end:match]
 
-    // Match, then rest any remainder at the back of its level's queue.
-    // Precondition: reserve_one() (or a remove()) since the last allocation.
+    // Match, then rest any remainder at the back of its level's queue. `slot` is where
+    // the new id goes in the hash (slot_of(key)), as it was before matching.
+    // Precondition: room for one more node and id (ensure_one(), or a remove()).
     // Inlined: it is most of add_limit, and a call would cost a register save and
     // restore on every passive order (the common case), which never calls match().
     template <class Sink>
-    [[gnu::always_inline]] void enter(Key key, Side side, std::uint32_t price, std::uint32_t qty,
-                                      Sink& sink) {
+    [[gnu::always_inline]] void enter(Key key, std::uint64_t slot, Side side, std::uint32_t price,
+                                      std::uint32_t qty, Sink& sink) {
         if (crosses(side, price)) {  // one comparison against the cached best
             qty = match(key.id, side, price, qty, sink);
             if (qty == 0) return;
+            slot = slot_of(key);  // matched orders left the hash, which can move entries
         }
         std::uint64_t off = std::uint64_t(price) - base_;
         Level* l = off < window_ ? &levels_[off] : outside_level(price, side);
         std::uint32_t i = pool_.alloc();
+        Node& n = pool_[i];  // set field by field: the padding need not be written
+        n.id = key.id;
+        n.qty = qty;
+        n.price = price;
+        n.next = kNil;
+        n.fp = key.fp;
+        n.side = side;
         if (l->count != 0) [[likely]] {  // join the back of a level's queue
-            pool_[i] = Node{key.id, qty, price, kNil, l->tail, key.fp, side, {}};
+            n.prev = l->tail;
             pool_[l->tail].next = i;
             l->tail = i;
             l->total += qty;
             ++l->count;
         } else {  // a new level: only a new level can improve the side's best price
-            pool_[i] = Node{key.id, qty, price, kNil, kNil, key.fp, side, {}};
+            n.prev = kNil;
             *l = Level{qty, i, i, 1, 0};
             off = std::uint64_t(price) - base_;  // recomputed: the window may have moved
             if (off < window_) bits_[idx(side)].set(off);
             improve_best(side, price);
         }
-        ids_.insert(key.fp, i);
+        ids_.insert_at(slot, key.fp, i);
     }
 
     // The level for a new order whose price lies outside the window (the slow path):
