@@ -629,7 +629,7 @@ private:
     // the far map (slow path), or nullptr if there is no such level.
     Level* level_of(std::uint32_t price, Side side) {
         std::uint64_t off = std::uint64_t(price) - base_;
-        if (off < window_) return &levels_[off];
+        if (off < window_) [[likely]] return &levels_[off];
         auto& far = far_[idx(side)];
         auto it = far.find(price);
         return it == far.end() ? nullptr : &it->second;
