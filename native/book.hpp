@@ -422,8 +422,12 @@ public:
     }
     // --8<-- [end:add_limit]
 
+    // The rarer operations (market, reduce, execute, replace) are not inlined: the batch
+    // loop, with only add and cancel inlined, is small enough for the compiler to keep
+    // its values in registers (measured: a few percent faster, though each rare op now
+    // pays for a call).
     template <class Sink>
-    Reason add_market(Key key, Side side, std::int64_t qty, std::uint64_t& unfilled,
+    [[gnu::noinline]] Reason add_market(Key key, Side side, std::int64_t qty, std::uint64_t& unfilled,
                       Sink&& sink) {
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
         if (find(key) != kNil) return Reason::DuplicateId;
@@ -443,7 +447,7 @@ public:
     }
 
     // --8<-- [start:reduce]
-    Reason reduce(Key key, std::int64_t qty, std::uint64_t& left) {
+    [[gnu::noinline]] Reason reduce(Key key, std::int64_t qty, std::uint64_t& left) {
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
         std::uint64_t slot = slot_of(key);
         std::uint32_t i = ids_.node_at(slot);
@@ -453,7 +457,7 @@ public:
         return Reason::Ok;
     }
 
-    Reason execute(Key key, std::int64_t qty, Fill& fill) {
+    [[gnu::noinline]] Reason execute(Key key, std::int64_t qty, Fill& fill) {
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
         std::uint64_t slot = slot_of(key);
         std::uint32_t i = ids_.node_at(slot);
@@ -471,7 +475,7 @@ public:
     // old_id leaves; new_id (same side) enters at price/qty with fresh time priority
     // and may match. new_id may equal old_id.
     template <class Sink>
-    Reason replace(Key old_key, Key new_key, std::int64_t price, std::int64_t qty, Sink&& sink) {
+    [[gnu::noinline]] Reason replace(Key old_key, Key new_key, std::int64_t price, std::int64_t qty, Sink&& sink) {
         if (price < 1 || price > kMaxPrice) return Reason::BadPrice;
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
         std::uint64_t slot = slot_of(old_key);
