@@ -112,7 +112,7 @@ public:
         if (free_head_ == kNil && used_ == cap_) grow();
     }
     std::uint32_t alloc() {  // precondition: ensure_one() since the last alloc
-        if (free_head_ != kNil) {
+        if (free_head_ != kNil) [[likely]] {  // in steady state, a freed node is reused
             std::uint32_t i = free_head_;
             free_head_ = nodes_[i].next;
             return i;
