@@ -87,7 +87,7 @@ struct Bound {
 };
 
 // --8<-- [start:apply_loop]
-// The batch loop: one switch per operation, fills and rejects appended to vectors.
+// The batch loop: one dispatch per operation, fills and rejects appended to vectors.
 // No Python object is touched here; it runs with the GIL released.
 template <class B>
 void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord>& fills,
@@ -134,17 +134,24 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
         idx = static_cast<std::uint32_t>(k);  // n < 2^32 is checked by the caller
         Reason r;
         std::uint64_t out;
-        switch (op.op) {
-            case std::uint8_t(OpCode::Limit):
+        // The op type is random, so whatever branch picks the code for it is often
+        // mispredicted. Add and cancel, 87% of a realistic stream, are picked out by two
+        // conditional branches, the first one almost always right; measured, that loses
+        // less time than a switch for all six, whose jump table the CPU predicts worse.
+        bool add = op.op == std::uint8_t(OpCode::Limit);
+        if (add || op.op == std::uint8_t(OpCode::Cancel)) {
+            if (add)
                 r = op.side > 1 ? Reason::BadSide
                                 : book.add_limit(key, Side(op.side), op.price, op.qty, sink);
-                break;
+            else
+                r = book.cancel(key, out);
+        } else switch (op.op) {
+            case std::uint8_t(OpCode::Limit):
+            case std::uint8_t(OpCode::Cancel):
+                __builtin_unreachable();  // handled above (C++23 spells it std::unreachable())
             case std::uint8_t(OpCode::Market):
                 r = op.side > 1 ? Reason::BadSide
                                 : book.add_market(key, Side(op.side), op.qty, out, sink);
-                break;
-            case std::uint8_t(OpCode::Cancel):
-                r = book.cancel(key, out);
                 break;
             case std::uint8_t(OpCode::Reduce):
                 r = book.reduce(key, op.qty, out);
