@@ -109,7 +109,7 @@ public:
 
     // Called before an operation changes anything: afterwards alloc() cannot fail.
     void ensure_one() {
-        if (free_head_ == kNil && used_ == cap_) grow();
+        if (free_head_ == kNil && used_ == cap_) [[unlikely]] grow();
     }
     std::uint32_t alloc() {  // precondition: ensure_one() since the last alloc
         if (free_head_ != kNil) [[likely]] {  // in steady state, a freed node is reused
@@ -205,7 +205,7 @@ public:
     // Called before an operation changes anything: afterwards insert_at() cannot fail.
     // Returns true if the table grew, which moves every entry (earlier slots are stale).
     bool ensure_one() {
-        if (size_ < grow_at_) return false;  // room for one more at most half full
+        if (size_ < grow_at_) [[likely]] return false;  // room for one more, at most half full
         if (mask_ + 1 >= kMaxSlots) throw std::length_error("order id table full (2^31 orders)");
         rehash((mask_ + 1) * 2);
         return true;
