@@ -87,27 +87,37 @@ struct Bound {
 };
 
 // --8<-- [start:apply_loop]
-// The batch loop: one switch per operation, fills and rejects appended to vectors.
+// The batch loop: one dispatch per operation, fills and rejects appended to vectors.
 // No Python object is touched here; it runs with the GIL released.
 template <class B>
 void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord>& fills,
              std::vector<RejectRecord>& rejects) {
     // How far ahead to prefetch an id's hash slot: far enough for a load from memory
     // to arrive, near enough that the line is still cached when the op comes round.
-    // (Prefetching the order node and its queue neighbours too was measured to cost
-    // more than it saved: in a realistic book they are already in cache.)
+    // Then, kNodeAhead ops ahead, the order node that slot points to: on the realistic
+    // stream that measured about 5% faster, although the nodes mostly sit in cache
+    // already (an earlier version that also prefetched the node's queue neighbours
+    // found it cost more than it saved).
     constexpr std::size_t kSlotAhead = 16;
+    constexpr std::size_t kNodeAhead = 4;
     constexpr std::size_t kOpsAhead = 4096 / sizeof(OpRecord);  // one page ahead
     // Book (not MapBook) hashes each id once, kSlotAhead ops early, and keeps the
     // fingerprint in a small ring until the op itself comes round.
     constexpr bool kHinted = requires { book.prefetch_slot(0u); };
     constexpr std::size_t kRing = 32;  // a power of two > kSlotAhead
-    static_assert(std::has_single_bit(kRing) && kRing > kSlotAhead);
+    static_assert(std::has_single_bit(kRing) && kRing > kSlotAhead && kSlotAhead > kNodeAhead);
     std::uint32_t fps[kRing];
     if constexpr (kHinted) {
         for (std::size_t k = 0; k < std::min(n, kSlotAhead); ++k)
             fps[k] = IdHash::fingerprint(ops[k].order_id);
     }
+    // Fills are tagged with the index of the op that made them. The sink is made once,
+    // outside the loop: a sink made per op is rebuilt on the stack every time round.
+    std::uint32_t idx = 0;
+    auto sink = [&](const Fill& f) {
+        fills.push_back(FillRecord{f.resting_id, f.aggressor_id, f.price, f.qty, idx,
+                                   static_cast<std::uint8_t>(f.aggressor_side), {}});
+    };
     for (std::size_t k = 0; k < n; ++k) {
         if constexpr (kHinted) {
             // The op stream itself: the hardware prefetcher stops at each 4 KB page
@@ -118,30 +128,34 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
                 fps[(k + kSlotAhead) % kRing] = fp;
                 book.prefetch_slot(fp);
             }
+            if (k + kNodeAhead < n) book.prefetch_node(fps[(k + kNodeAhead) % kRing]);
         }
         const OpRecord& op = ops[k];
         auto key = [&] {
             if constexpr (kHinted) return Key(op.order_id, fps[k % kRing]);
             else return op.order_id;
         }();
-        auto idx = static_cast<std::uint32_t>(k);  // n < 2^32 is checked by the caller
-        auto sink = [&](const Fill& f) {
-            fills.push_back(FillRecord{f.resting_id, f.aggressor_id, f.price, f.qty, idx,
-                                       static_cast<std::uint8_t>(f.aggressor_side), {}});
-        };
+        idx = static_cast<std::uint32_t>(k);  // n < 2^32 is checked by the caller
         Reason r;
         std::uint64_t out;
-        switch (op.op) {
-            case std::uint8_t(OpCode::Limit):
+        // The op type is random, so whatever branch picks the code for it is often
+        // mispredicted. Add and cancel, 87% of a realistic stream, are picked out by two
+        // conditional branches, the first one almost always right; measured, that loses
+        // less time than a switch for all six, whose jump table the CPU predicts worse.
+        bool add = op.op == std::uint8_t(OpCode::Limit);
+        if (add || op.op == std::uint8_t(OpCode::Cancel)) {
+            if (add)
                 r = op.side > 1 ? Reason::BadSide
                                 : book.add_limit(key, Side(op.side), op.price, op.qty, sink);
-                break;
+            else
+                r = book.cancel(key, out);
+        } else switch (op.op) {
+            case std::uint8_t(OpCode::Limit):
+            case std::uint8_t(OpCode::Cancel):
+                __builtin_unreachable();  // handled above (C++23 spells it std::unreachable())
             case std::uint8_t(OpCode::Market):
                 r = op.side > 1 ? Reason::BadSide
                                 : book.add_market(key, Side(op.side), op.qty, out, sink);
-                break;
-            case std::uint8_t(OpCode::Cancel):
-                r = book.cancel(key, out);
                 break;
             case std::uint8_t(OpCode::Reduce):
                 r = book.reduce(key, op.qty, out);
