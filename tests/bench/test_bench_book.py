@@ -272,7 +272,7 @@ def prepare_for(impl: str, workload: str) -> Callable[[], Any]:
 @pytest.mark.benchmark(group="book")
 @pytest.mark.parametrize("impl", ALL_IMPLS)
 def test_realistic(benchmark: Any, impl: str) -> None:
-    rounds = 3 if impl.startswith("naive") else 15  # medians over a noisy shared machine
+    rounds = 3 if impl.startswith("naive") else 31  # medians over a noisy shared machine
     timed(benchmark, impl, "realistic", rounds, REALISTIC_N)
 
 
