@@ -99,7 +99,12 @@ static_assert(sizeof(Level) == 24);
 // copyable, and everyone holds indices, never pointers, across a growth.
 class NodePool {
 public:
-    explicit NodePool(std::uint32_t capacity) { reserve(std::max<std::uint32_t>(capacity, 16)); }
+    explicit NodePool(std::uint32_t capacity) {
+        reserve(std::max<std::uint32_t>(capacity, 16));
+        // Node 0 is what the batch loop's hints read when they find no order (see
+        // Book::prefetch_neighbours): give it defined links before it is ever handed out.
+        nodes_[0] = Node{0, 0, 0, kNil, kNil, 0, Side::Buy, {}};
+    }
     ~NodePool() { std::free(nodes_); }
     NodePool(const NodePool&) = delete;
     NodePool& operator=(const NodePool&) = delete;
@@ -578,7 +583,9 @@ public:
         __builtin_prefetch(&pool_[i == kNil ? 0 : i]);  // node 0, not a branch, if empty
     }
     // The third, two ops ahead, once that node is in cache: its queue neighbours, whose
-    // links a cancel rewrites. Same guesswork, same harmlessness.
+    // links a cancel rewrites. Same guesswork, same harmlessness: the node read is a live
+    // order's or node 0 (whose links are always kNil or a node index), so every address
+    // formed lies inside the pool.
     void prefetch_neighbours(std::uint32_t fp) const {
         std::uint32_t i = ids_.home_node(fp);
         const Node& n = pool_[i == kNil ? 0 : i];
