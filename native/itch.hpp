@@ -266,46 +266,10 @@ inline bool decode_event(const std::uint8_t* p, ItchEvent& e) {
 // --8<-- [end:decode_one]
 
 // --8<-- [start:decode_loop]
-// Decode the whole records at the start of buf[0, n): write events to out (room for
-// n / kMinEventRecord), count every record's type in counts[256], stop at a partial
-// record (the caller decides if more bytes are coming) or a bad one (reported).
-// Every read is bounds-checked first, so any input is safe.
-inline ScanResult scan_scalar(const std::uint8_t* buf, std::size_t n, ItchEvent* out,
-                       std::uint64_t* counts) {
-    ScanResult r;
-    std::size_t off = 0;
-    ItchEvent* const first = out;
-    while (n - off >= 2) {
-        const std::size_t len = be16(buf + off);
-        if (len == 0) {
-            r.error = Error::ZeroLength;
-            break;
-        }
-        if (n - off - 2 < len) break;  // partial record
-        const std::uint8_t* msg = buf + off + 2;
-        const std::uint8_t type = msg[0];
-        const std::size_t want = kLength[type];
-        if (want != 0 && want != len) {
-            r.error = Error::BadLength;
-            r.error_type = type;
-            r.error_length = static_cast<std::uint16_t>(len);
-            break;
-        }
-        ++counts[type];
-        // Unknown types (want == 0) are skipped; known ones have exactly `want` bytes.
-        if (want != 0 && decode_event(msg, *out)) ++out;
-        off += 2 + len;
-    }
-    r.consumed = off;
-    r.events = static_cast<std::size_t>(out - first);
-    return r;
-}
-// --8<-- [end:decode_loop]
-
-// One record at buf[0, n): exactly one turn of scan_scalar's loop, for callers that take
-// records one at a time (the pipeline) and so should not pay scan()'s per-call dispatch
-// and setup for each. Same checks, same counts, same result as scan_scalar(buf, n, ...)
-// on a buffer holding at most one record: consumed 0 means the record is partial.
+// One record at buf[0, n): check it, count its type, decode it into *out. consumed 0
+// means the record is partial (or buf is empty); an error names what is wrong with it.
+// Every read is bounds-checked first, so any input is safe. The pipeline, which takes
+// records one at a time, calls this directly; scan_scalar below loops over it.
 inline ScanResult decode_one(const std::uint8_t* buf, std::size_t n, ItchEvent* out,
                              std::uint64_t* counts) {
     ScanResult r;
@@ -326,10 +290,36 @@ inline ScanResult decode_one(const std::uint8_t* buf, std::size_t n, ItchEvent* 
         return r;
     }
     ++counts[type];
+    // Unknown types (want == 0) are skipped; known ones have exactly `want` bytes.
     if (want != 0 && decode_event(msg, *out)) r.events = 1;
     r.consumed = 2 + len;
     return r;
 }
+
+// Decode the whole records at the start of buf[0, n): write events to out (room for
+// n / kMinEventRecord), count every record's type in counts[256], stop at a partial
+// record (the caller decides if more bytes are coming) or a bad one (reported, with
+// `consumed` at its first byte).
+inline ScanResult scan_scalar(const std::uint8_t* buf, std::size_t n, ItchEvent* out,
+                              std::uint64_t* counts) {
+    ScanResult r;
+    ItchEvent* const first = out;
+    for (;;) {
+        const ScanResult one = decode_one(buf + r.consumed, n - r.consumed, out, counts);
+        if (one.error != Error::Ok) {
+            r.error = one.error;
+            r.error_type = one.error_type;
+            r.error_length = one.error_length;
+            break;
+        }
+        if (one.consumed == 0) break;  // partial record, or nothing left
+        r.consumed += one.consumed;
+        out += one.events;
+    }
+    r.events = static_cast<std::size_t>(out - first);
+    return r;
+}
+// --8<-- [end:decode_loop]
 
 // --8<-- [start:simd]
 // The same loop with one AVX-512 VBMI instruction doing all of decode_event's work.
