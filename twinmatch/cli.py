@@ -33,6 +33,12 @@ def demo(args: argparse.Namespace) -> int:
     from optimized.book import Book as OptimizedBook
     from optimized.book import MapBook
 
+    demo_symbols = 200
+    least = int(_native.GenSimulator.minimum_messages(demo_symbols))
+    if args.ops < 0 or 0 < args.feed_messages < least or args.feed_messages < 0:
+        print(f"twinmatch demo: --ops must be >= 0 and --feed-messages 0 (skip part 2) or at "
+              f"least {least:,} (the S, R and H messages of {demo_symbols} symbols)")
+        return 2
     t0 = time.perf_counter()
     ops = cached_order_flow(args.ops, args.seed)
     print(f"twinmatch demo: {len(ops):,} book operations for one symbol (seed {args.seed}), "
@@ -77,18 +83,18 @@ def demo(args: argparse.Namespace) -> int:
     print("\nfills identical: " + ("yes (checked, byte for byte)" if identical else "NO"))
     feed_ok = True
     if args.feed_messages > 0:
-        feed_ok = _demo_feed(args.feed_messages, args.seed, args.feed_dir)
+        feed_ok = _demo_feed(args.feed_messages, args.seed, args.feed_dir, demo_symbols)
     return 0 if identical and feed_ok else 1
 
 
-def _demo_feed(messages: int, seed: int, out: Path) -> bool:
+def _demo_feed(messages: int, seed: int, out: Path, symbols: int) -> bool:
     """Part two: a generated ITCH day replayed through both twins' many-book markets."""
     from twinmatch.replay import replay
 
-    made = write_market_day(out, messages, symbols=200, seed=seed, name="demo-day")
+    made = write_market_day(out, messages, symbols=symbols, seed=seed, name="demo-day")
     day, expected_books = made.paths[0], out / "demo-day.books.csv"
     print(f"\ntwinmatch demo, part 2: a generated ITCH 5.0 day, {messages:,} messages "
-          f"({day.stat().st_size:,} bytes, 200 symbols), written to {day}")
+          f"({day.stat().st_size:,} bytes, {symbols} symbols), written to {day}")
     print("each time: read the file + decode every message + maintain every symbol's book "
           "(no matching, no logging)\n")
     print(f"{'implementation':<26}{'seconds':>10}{'messages/s':>14}{'vs naive':>10}")
