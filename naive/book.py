@@ -38,7 +38,10 @@ from twinmatch.dtypes import (
     records,
 )
 
-__all__ = ["Book", "Fill", "OrderRejected", "Side"]
+__all__ = ["Book", "BookFull", "Fill", "OrderRejected", "Side"]
+
+# Resting orders a book can hold at most (the C++ twin's node indices are 32-bit).
+MAX_ORDERS = 2**32 - 1
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
@@ -67,6 +70,22 @@ class OrderRejected(ValueError):
         super().__init__(f"order {order_id} rejected: {reason}")
         self.order_id = order_id
         self.reason = reason
+
+
+class BookFull(MemoryError):
+    """The book cannot take one more resting order (max_orders, or memory).
+
+    Raised before the operation changes anything. From apply(): ``index`` is the
+    operation that failed, ``fills`` and ``rejects`` those of the operations before it,
+    which the book has applied. From a single-op call they are None.
+    """
+
+    def __init__(self, message: str, index: int | None = None,
+                 fills: np.ndarray | None = None, rejects: np.ndarray | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+        self.fills = fills
+        self.rejects = rejects
 
 
 @dataclass(slots=True)
@@ -98,11 +117,22 @@ def _check_int64(name: str, value: int) -> None:
         raise TypeError(f"{name} must be an int that fits in 64 bits, got {value!r}")
 
 
+def _side(value: int) -> Side:
+    """A side arrives as an int64 (TypeError otherwise) that must be 0 or 1 (ValueError)."""
+    _check_int64("side", value)
+    return Side(value)
+
+
 class Book:
     """One symbol's limit order book."""
 
     # --8<-- [start:state]
-    def __init__(self) -> None:
+    def __init__(self, max_orders: int = MAX_ORDERS) -> None:
+        if not isinstance(max_orders, int) or not 0 <= max_orders <= MAX_ORDERS:
+            raise TypeError(f"max_orders must be an int in 0..2**32-1, got {max_orders!r}")
+        if max_orders == 0:
+            raise ValueError("max_orders must be at least 1")
+        self._max_orders = max_orders  # a memory budget: more resting orders raise BookFull
         self._orders: dict[int, _Order] = {}
         # price -> level, per side; a level's dict keeps insertion order, so FIFO is free.
         self._levels: tuple[dict[int, _Level], dict[int, _Level]] = ({}, {})
@@ -135,7 +165,8 @@ class Book:
 
     def depth(self, side: Side, levels: int) -> list[tuple[int, int, int]]:
         """(price, total qty, order count) for up to ``levels`` prices, best first."""
-        side = Side(side)
+        _check_int64("levels", levels)
+        side = _side(side)
         prices = self._prices[side]
         best_first = reversed(prices) if side == Side.BUY else iter(prices)
         out: list[tuple[int, int, int]] = []
@@ -147,6 +178,7 @@ class Book:
         return out
 
     def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        _check_id(order_id)
         found = self._orders.get(order_id)
         if found is None:
             return None
@@ -158,7 +190,7 @@ class Book:
 
         Levels best first; within a level, oldest first (priority 0 trades next).
         """
-        side = Side(side)
+        side = _side(side)
         prices = self._prices[side]
         for price in reversed(prices) if side == Side.BUY else prices:
             for priority, order in enumerate(self._levels[side][price].orders.values()):
@@ -171,15 +203,18 @@ class Book:
     def add_limit(self, order_id: int, side: Side, price: int, qty: int) -> list[Fill]:
         """Match against the opposite side while it crosses; rest any remainder."""
         _check_id(order_id)
-        side = Side(side)
+        _check_int64("side", side)
         _check_int64("price", price)
         _check_int64("qty", qty)
+        side = Side(side)  # after every type check: a bad side value is a ValueError
         if not 1 <= price <= MAX_PRICE:
             raise OrderRejected(order_id, "bad_price")
         if not 1 <= qty <= MAX_QTY:
             raise OrderRejected(order_id, "bad_qty")
         if order_id in self._orders:
             raise OrderRejected(order_id, "duplicate_id")
+        if len(self._orders) >= self._max_orders:  # checked before it may match, as in C++
+            raise BookFull("book full: it holds max_orders resting orders")
         fills, left = self._match(order_id, side, qty, price)
         if left > 0:
             self._rest(_Order(order_id, side, price, left))
@@ -189,8 +224,9 @@ class Book:
     def add_market(self, order_id: int, side: Side, qty: int) -> tuple[list[Fill], int]:
         """Sweep the opposite side at any price; what finds no liquidity is cancelled."""
         _check_id(order_id)
-        side = Side(side)
+        _check_int64("side", side)
         _check_int64("qty", qty)
+        side = Side(side)
         if not 1 <= qty <= MAX_QTY:
             raise OrderRejected(order_id, "bad_qty")
         if order_id in self._orders:
@@ -321,20 +357,29 @@ class Book:
         """Run an OPS_DTYPE array; return (fills FILL_DTYPE, rejects REJECT_DTYPE).
 
         The same operations as the single-op methods, in a plain loop; a rejected
-        operation is recorded as (index, reason code) and the loop carries on.
+        operation is recorded as (index, reason code) and the loop carries on. If the
+        book is full, BookFull says at which operation, with the results of the ones
+        before it (the book has applied them).
         """
         ops = np.asarray(ops)
         if ops.dtype != OPS_DTYPE:
             raise TypeError(f"ops must have dtype OPS_DTYPE, got {ops.dtype}")
+        if ops.ndim != 1:
+            raise ValueError("apply: ops must be a one-dimensional OPS_DTYPE array")
         fills: list[tuple[int, int, int, int, int, int]] = []
         rejects: list[tuple[int, int]] = []
-        for index, row in enumerate(ops.tolist()):
-            order_id, new_order_id, price, qty, op, side = row
-            try:
-                for fill in self._apply_one(op, order_id, new_order_id, price, qty, side):
-                    fills.append((fill[0], fill[1], fill[2], fill[3], index, fill[4]))
-            except OrderRejected as rejected:
-                rejects.append((index, REASON_CODE[rejected.reason]))
+        index = 0
+        try:
+            for index, row in enumerate(ops.tolist()):
+                order_id, new_order_id, price, qty, op, side = row
+                try:
+                    for fill in self._apply_one(op, order_id, new_order_id, price, qty, side):
+                        fills.append((fill[0], fill[1], fill[2], fill[3], index, fill[4]))
+                except OrderRejected as rejected:
+                    rejects.append((index, REASON_CODE[rejected.reason]))
+        except MemoryError as full:  # BookFull, or memory ran out: keep what was done
+            raise BookFull(f"{full} (at operation {index})", index,
+                           records(fills, FILL_DTYPE), records(rejects, REJECT_DTYPE)) from full
         return records(fills, FILL_DTYPE), records(rejects, REJECT_DTYPE)
 
     def _apply_one(

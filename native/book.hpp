@@ -58,6 +58,19 @@ inline constexpr std::int64_t kMaxQty = 0xFFFF'FFFFll;
 
 inline Side opposite(Side s) { return s == Side::Buy ? Side::Sell : Side::Buy; }
 
+// The book cannot take one more resting order: it holds max_orders already (2^32-1 at
+// most: node indices are 32-bit), or its id table is full. Thrown before the operation
+// changes anything. A std::bad_alloc, so Python sees a MemoryError (as it does when
+// memory itself runs out while growing), never the ValueError of a rejected order.
+class BookFull : public std::bad_alloc {
+public:
+    explicit BookFull(const char* why) : why_(why) {}
+    const char* what() const noexcept override { return why_; }
+
+private:
+    const char* why_;
+};
+
 // One trade, as both the per-call API (Python Fill) and the batch API see it.
 struct Fill {
     std::uint64_t resting_id;
@@ -99,8 +112,9 @@ static_assert(sizeof(Level) == 24);
 // copyable, and everyone holds indices, never pointers, across a growth.
 class NodePool {
 public:
-    explicit NodePool(std::uint32_t capacity) {
-        reserve(std::max<std::uint32_t>(capacity, 16));
+    // At most `limit` nodes (kNil is reserved as "no node", so 2^32-1 at most).
+    NodePool(std::uint32_t capacity, std::uint32_t limit) : limit_(std::max<std::uint32_t>(limit, 1)) {
+        reserve(std::clamp<std::uint32_t>(capacity, std::min<std::uint32_t>(16, limit_), limit_));
         // Node 0 is what the batch loop's hints read when they find no order (see
         // Book::prefetch_neighbours): give it defined links before it is ever handed out.
         nodes_[0] = Node{0, 0, 0, kNil, kNil, 0, Side::Buy, {}};
@@ -134,9 +148,8 @@ public:
 
 private:
     void grow() {
-        // kNil is reserved as "no node", so at most kNil nodes (indices 0..kNil-1).
-        if (cap_ >= kNil) throw std::length_error("order pool exhausted (2^32-1 orders)");
-        std::uint64_t want = std::min<std::uint64_t>(std::uint64_t(cap_) * 2, kNil);
+        if (cap_ >= limit_) throw BookFull("book full: it holds max_orders resting orders");
+        std::uint64_t want = std::min<std::uint64_t>(std::uint64_t(cap_) * 2, limit_);
         reserve(static_cast<std::uint32_t>(want));
     }
     void reserve(std::uint32_t n) {
@@ -147,6 +160,7 @@ private:
     }
     Node* nodes_ = nullptr;
     std::uint32_t cap_ = 0;
+    std::uint32_t limit_;
     std::uint32_t used_ = 0;  // nodes ever handed out (the rest are untouched)
     std::uint32_t free_head_ = kNil;
 };
@@ -211,7 +225,7 @@ public:
     // Returns true if the table grew, which moves every entry (earlier slots are stale).
     bool ensure_one() {
         if (size_ < grow_at_) [[likely]] return false;  // room for one more, at most half full
-        if (mask_ + 1 >= kMaxSlots) throw std::length_error("order id table full (2^31 orders)");
+        if (mask_ + 1 >= kMaxSlots) throw BookFull("book full: the order id table holds 2^31 ids");
         rehash((mask_ + 1) * 2);
         return true;
     }
@@ -396,13 +410,17 @@ class Book {
 public:
     static constexpr std::uint64_t kDefaultWindow = std::uint64_t(1) << 18;
     static constexpr std::uint32_t kDefaultOrders = std::uint32_t(1) << 16;
+    static constexpr std::uint32_t kMaxOrders = kNil;  // node indices are 32-bit
 
+    // max_orders caps the resting orders (a memory budget): an add that would need one
+    // more throws BookFull, before it changes anything.
     explicit Book(std::uint64_t window_levels = kDefaultWindow,
-                  std::uint32_t initial_orders = kDefaultOrders)
+                  std::uint32_t initial_orders = kDefaultOrders,
+                  std::uint32_t max_orders = kMaxOrders)
         : window_(check_window(window_levels)),
           bits_{LevelBitset(window_), LevelBitset(window_)},
-          pool_(initial_orders),
-          ids_(initial_orders) {
+          pool_(initial_orders, check_max_orders(max_orders)),
+          ids_(std::min(initial_orders, max_orders)) {
         // calloc: the OS hands out zero pages lazily, so untouched levels cost nothing.
         levels_ = static_cast<Level*>(std::calloc(window_, sizeof(Level)));
         if (levels_ == nullptr) throw std::bad_alloc();
@@ -643,6 +661,10 @@ public:
     std::uint64_t hash_home(std::uint64_t id) const { return ids_.home(id); }
 
 private:
+    static std::uint32_t check_max_orders(std::uint32_t m) {
+        if (m == 0) throw std::invalid_argument("max_orders must be at least 1");
+        return m;
+    }
     static std::uint64_t check_window(std::uint64_t w) {
         if (w < 64 || w > (std::uint64_t(1) << 26) || !std::has_single_bit(w))
             throw std::invalid_argument("window_levels must be a power of two in 64..2^26");

@@ -31,8 +31,9 @@ using namespace twinmatch;
 
 namespace {
 
-// OrderRejected(ValueError), created in register_book.
+// OrderRejected(ValueError) and BookFull(MemoryError), created in register_book.
 PyObject* g_order_rejected = nullptr;
+PyObject* g_book_full = nullptr;
 
 // --8<-- [start:reject]
 // A per-call method that is rejected raises OrderRejected(order_id, reason) without a
@@ -64,9 +65,10 @@ Side to_side(std::int64_t s) {
     throw nb::value_error((std::to_string(s) + " is not a valid Side").c_str());
 }
 
-// A book plus what the bindings need around it: reusable output vectors for apply()
-// (so a steady stream of batches allocates nothing) and a busy flag, because apply()
-// releases the GIL and another thread must not touch the book meanwhile.
+// A book plus what the bindings need around it: the output vectors of apply() (they
+// move into the numpy arrays it returns, so each batch allocates new ones before its
+// loop starts) and a busy flag, because apply() releases the GIL and another thread must
+// not touch the book meanwhile.
 template <class B>
 struct Bound {
     B book;
@@ -89,9 +91,11 @@ struct Bound {
 // --8<-- [start:apply_loop]
 // The batch loop: one dispatch per operation, fills and rejects appended to vectors.
 // No Python object is touched here; it runs with the GIL released.
+// `at` is the index of the op being applied: if one throws (the book is full), the ops
+// before it are applied, and their fills and rejects are in the vectors.
 template <class B>
 void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord>& fills,
-             std::vector<RejectRecord>& rejects) {
+             std::vector<RejectRecord>& rejects, std::uint32_t& at) {
     // How far ahead to prefetch an id's hash slot: far enough for a load from memory
     // to arrive, near enough that the line is still cached when the op comes round.
     // Then, kNodeAhead ops ahead, the order node that slot points to, and kNextAhead
@@ -115,9 +119,8 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
     }
     // Fills are tagged with the index of the op that made them. The sink is made once,
     // outside the loop: a sink made per op is rebuilt on the stack every time round.
-    std::uint32_t idx = 0;
     auto sink = [&](const Fill& f) {
-        fills.push_back(FillRecord{f.resting_id, f.aggressor_id, f.price, f.qty, idx,
+        fills.push_back(FillRecord{f.resting_id, f.aggressor_id, f.price, f.qty, at,
                                    static_cast<std::uint8_t>(f.aggressor_side), {}});
     };
     for (std::size_t k = 0; k < n; ++k) {
@@ -138,7 +141,7 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
             if constexpr (kHinted) return Key(op.order_id, fps[k % kRing]);
             else return op.order_id;
         }();
-        idx = static_cast<std::uint32_t>(k);  // n < 2^32 is checked by the caller
+        at = static_cast<std::uint32_t>(k);  // n < 2^32 is checked by the caller
         Reason r;
         std::uint64_t out;
         // The op type is random, so whatever branch picks the code for it is often
@@ -196,10 +199,11 @@ struct OpsView {
         if (!given.attr("dtype").equal(want))
             throw nb::type_error(nb::str("ops must have dtype OPS_DTYPE, got {}")
                                      .format(given.attr("dtype")).c_str());
+        // Checked before ascontiguousarray, which turns a 0-d array into a 1-d one.
+        if (nb::cast<int>(given.attr("ndim")) != 1)
+            throw nb::value_error("apply: ops must be a one-dimensional OPS_DTYPE array");
         // A no-op for a C-contiguous array; a strided slice is copied once.
         arr = np.attr("ascontiguousarray")(given);
-        if (nb::cast<int>(arr.attr("ndim")) != 1)
-            throw nb::value_error("apply: ops must be a one-dimensional OPS_DTYPE array");
         if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
         if (view.len % static_cast<Py_ssize_t>(sizeof(OpRecord)) != 0) {
             PyBuffer_Release(&view);
@@ -233,23 +237,46 @@ nb::object into_numpy(std::vector<T>& v, const char* dtype_name) {
     return nb::cast(bytes).attr("view")(dtype);
 }
 
+// --8<-- [start:book_full]
+// BookFull(message), with .index (the op that could not be applied) and .fills and
+// .rejects of the ops before it, which the book has applied: nothing accepted is lost.
+[[noreturn]] void raise_book_full(const char* why, std::uint32_t at,
+                                  std::vector<FillRecord>& fills,
+                                  std::vector<RejectRecord>& rejects) {
+    std::string message = std::string(why) + " (at operation " + std::to_string(at) + ")";
+    nb::object f = into_numpy(fills, "FILL_DTYPE"), r = into_numpy(rejects, "REJECT_DTYPE");
+    nb::object exc = nb::steal(PyObject_CallFunction(g_book_full, "sIOO", message.c_str(),
+                                                     static_cast<unsigned>(at), f.ptr(), r.ptr()));
+    if (!exc.is_valid()) throw nb::python_error();  // calling the class failed: its error
+    PyErr_SetObject(g_book_full, exc.ptr());
+    throw nb::python_error();
+}
+// --8<-- [end:book_full]
+
 // Runs a batch with the GIL released; returns nanoseconds spent in the loop itself.
+// If an op throws (the book is full), raises BookFull carrying what the ops before it
+// did: the book keeps them, and so must the caller.
 template <class B>
 double run_batch(Bound<B>& b, const OpsView& ops) {
     b.idle();
     b.fills.clear();
     b.rejects.clear();
+    b.rejects.reserve(1 << 10);  // rejects are rare: this many need no growth in the loop
     // Room for one fill per op (a realistic stream has far fewer), so the vector does
     // not regrow, copying what it holds, in the middle of the loop. Only pages that
     // get written are ever touched; the cap bounds the address space reserved.
     b.fills.reserve(std::min<std::size_t>(ops.n, std::size_t(1) << 21));
     b.busy = true;
     std::chrono::steady_clock::duration took{};
+    std::uint32_t at = 0;
     try {
         nb::gil_scoped_release nogil;
         auto t0 = std::chrono::steady_clock::now();
-        run_ops(b.book, ops.ops, ops.n, b.fills, b.rejects);
+        run_ops(b.book, ops.ops, ops.n, b.fills, b.rejects, at);
         took = std::chrono::steady_clock::now() - t0;
+    } catch (const std::bad_alloc& e) {  // BookFull, or memory ran out while growing
+        b.busy = false;
+        raise_book_full(e.what(), at, b.fills, b.rejects);
     } catch (...) {
         b.busy = false;
         throw;
@@ -383,7 +410,7 @@ void bind_api(nb::class_<Bound<B>>& cls) {
                 return std::make_tuple(s, p, q);
             },
             "order_id"_a, "(side, price, qty left) of a resting order, or None.")
-        .def("__len__", [](BB& b) { return b.book.size(); }, "Number of resting orders.")
+        .def("__len__", [](BB& b) { return b.idle().size(); }, "Number of resting orders.")
         .def(
             "clear", [](BB& b) { b.idle().clear(); },
             "Remove every order, keeping the allocated capacity (for benchmarks).")
@@ -439,6 +466,41 @@ void register_book(nb::module_& m) {
     nb::object cls = ns["OrderRejected"];
     m.attr("OrderRejected") = cls;
     g_order_rejected = cls.release().ptr();  // kept for the life of the process
+    nb::module_::import_("builtins").attr("exec")(
+        "from __future__ import annotations\n"
+        "\n"
+        "class BookFull(MemoryError):\n"
+        "    \"\"\"The book cannot take one more resting order (max_orders, or memory).\n"
+        "\n"
+        "    Raised before the operation changes anything. From apply(): .index is the\n"
+        "    operation that failed, .fills and .rejects those of the operations before it,\n"
+        "    which the book has applied. From a single-op call they are None.\n"
+        "    \"\"\"\n"
+        "\n"
+        "    index: int | None = None\n"
+        "    fills: numpy.typing.NDArray[numpy.void] | None = None\n"
+        "    rejects: numpy.typing.NDArray[numpy.void] | None = None\n"
+        "\n"
+        "    def __init__(self, message: str, index: int | None = None,\n"
+        "                 fills: numpy.typing.NDArray[numpy.void] | None = None,\n"
+        "                 rejects: numpy.typing.NDArray[numpy.void] | None = None) -> None:\n"
+        "        super().__init__(message)\n"
+        "        self.index = index\n"
+        "        self.fills = fills\n"
+        "        self.rejects = rejects\n",
+        ns);
+    nb::object full = ns["BookFull"];
+    m.attr("BookFull") = full;
+    g_book_full = full.release().ptr();
+    // A BookFull thrown by a single-op call becomes the Python BookFull (not a bare
+    // MemoryError, which is what nanobind makes of other std::bad_alloc).
+    nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+        try {
+            std::rethrow_exception(p);
+        } catch (const BookFull& e) {
+            PyErr_SetString(g_book_full, e.what());
+        }
+    });
 
     nb::class_<Fill>(m, "Fill", "One trade: compares equal to the tuple "
                                "(resting_id, aggressor_id, price, qty, aggressor_side).")
@@ -494,12 +556,13 @@ void register_book(nb::module_& m) {
     nb::class_<Bound<Book>> book(m, "Book",
                                  "The optimized order book: price window + bitsets, pooled "
                                  "32-byte nodes, open-addressing id hash.");
-    book.def(nb::init<std::uint64_t, std::uint32_t>(), "window_levels"_a = Book::kDefaultWindow,
-             "initial_orders"_a = Book::kDefaultOrders)
+    book.def(nb::init<std::uint64_t, std::uint32_t, std::uint32_t>(),
+             "window_levels"_a = Book::kDefaultWindow, "initial_orders"_a = Book::kDefaultOrders,
+             "max_orders"_a = Book::kMaxOrders)
         .def(
             "stats",
             [](Bound<Book>& b) {
-                const Book& k = b.book;
+                const Book& k = b.idle();
                 nb::dict d;
                 d["window_levels"] = k.window_levels();
                 d["window_base"] = k.window_base();
@@ -513,13 +576,14 @@ void register_book(nb::module_& m) {
             nb::sig("def stats(self) -> dict[str, int]"),
             "Internals (window, pool, hash sizes) for tests and the book's tables.")
         .def(
-            "hash_home", [](Bound<Book>& b, std::uint64_t id) { return b.book.hash_home(id); },
+            "hash_home", [](Bound<Book>& b, std::uint64_t id) { return b.idle().hash_home(id); },
             "order_id"_a, "The id's home slot in the current id hash table (for tests).");
     bind_api<Book>(book);
 
     nb::class_<Bound<MapBook>> map_book(
         m, "MapBook", "The std::map / std::list / std::unordered_map baseline, same API.");
-    map_book.def(nb::init<std::uint32_t>(), "initial_orders"_a = Book::kDefaultOrders);
+    map_book.def(nb::init<std::uint32_t, std::uint32_t>(), "initial_orders"_a = Book::kDefaultOrders,
+                 "max_orders"_a = Book::kMaxOrders);
     bind_api<MapBook>(map_book);
 
     m.def(

@@ -10,6 +10,7 @@
 #include <functional>
 #include <list>
 #include <map>
+#include <stdexcept>
 #include <unordered_map>
 
 #include "book.hpp"
@@ -19,8 +20,11 @@ namespace twinmatch {
 // --8<-- [start:map_book]
 class MapBook {
 public:
-    explicit MapBook(std::uint32_t initial_orders = Book::kDefaultOrders) {
-        ids_.reserve(initial_orders);
+    explicit MapBook(std::uint32_t initial_orders = Book::kDefaultOrders,
+                     std::uint32_t max_orders = Book::kMaxOrders)
+        : max_orders_(max_orders) {
+        if (max_orders == 0) throw std::invalid_argument("max_orders must be at least 1");
+        ids_.reserve(std::min(initial_orders, max_orders));
     }
 
     template <class Sink>
@@ -28,6 +32,8 @@ public:
         if (price < 1 || price > kMaxPrice) return Reason::BadPrice;
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
         if (ids_.contains(id)) return Reason::DuplicateId;
+        // Like Book: room for the order to rest is checked before it may match.
+        if (ids_.size() >= max_orders_) throw BookFull("book full: it holds max_orders resting orders");
         enter(id, side, static_cast<std::uint32_t>(price), static_cast<std::uint32_t>(qty), sink);
         return Reason::Ok;
     }
@@ -209,6 +215,7 @@ private:
     Bids bids_;
     Asks asks_;
     std::unordered_map<std::uint64_t, Loc> ids_;
+    std::uint32_t max_orders_;
 };
 // --8<-- [end:map_book]
 

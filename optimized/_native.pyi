@@ -28,6 +28,29 @@ class OrderRejected(ValueError):
 
     def __init__(self, order_id: int, reason: str) -> None: ...
 
+class BookFull(MemoryError):
+    """
+    The book cannot take one more resting order (max_orders, or memory).
+
+        Raised before the operation changes anything. From apply(): .index is the
+        operation that failed, .fills and .rejects those of the operations before it,
+        which the book has applied. From a single-op call they are None.
+    """
+
+    index: int | None
+
+    fills: numpy.typing.NDArray[numpy.void] | None
+
+    rejects: numpy.typing.NDArray[numpy.void] | None
+
+    def __init__(
+        self,
+        message: str,
+        index: int | None = None,
+        fills: numpy.typing.NDArray[numpy.void] | None = None,
+        rejects: numpy.typing.NDArray[numpy.void] | None = None,
+    ) -> None: ...
+
 class Fill:
     """
     One trade: compares equal to the tuple (resting_id, aggressor_id, price, qty, aggressor_side).
@@ -59,7 +82,9 @@ class Book:
     The optimized order book: price window + bitsets, pooled 32-byte nodes, open-addressing id hash.
     """
 
-    def __init__(self, window_levels: int = 262144, initial_orders: int = 65536) -> None: ...
+    def __init__(
+        self, window_levels: int = 262144, initial_orders: int = 65536, max_orders: int = 4294967295
+    ) -> None: ...
     def stats(self) -> dict[str, int]:
         """Internals (window, pool, hash sizes) for tests and the book's tables."""
 
@@ -124,7 +149,7 @@ class Book:
 class MapBook:
     """The std::map / std::list / std::unordered_map baseline, same API."""
 
-    def __init__(self, initial_orders: int = 65536) -> None: ...
+    def __init__(self, initial_orders: int = 65536, max_orders: int = 4294967295) -> None: ...
     def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
         """Add a limit order; returns the fills it caused (the remainder rests)."""
 

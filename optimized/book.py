@@ -13,7 +13,9 @@ Both take single operations (``add_limit`` ...; one Python call each) or a whole
 batch (``apply(ops)``: an ``OPS_DTYPE`` array run in C++ with the GIL released,
 returning ``FILL_DTYPE`` and ``REJECT_DTYPE`` arrays). ``apply_ns(ops)`` runs a batch
 and returns ``(n_fills, n_rejects, ns_per_op)`` timed inside C++ around the loop only.
-``clear()`` empties a book but keeps its allocations. ``Book.stats()`` and
+``clear()`` empties a book but keeps its allocations. ``max_orders`` caps the resting
+orders (a memory budget): an add that needs one more raises ``BookFull`` (a
+``MemoryError``), as running out of memory does. ``Book.stats()`` and
 ``layout_info()`` report the internals (window, pool and hash sizes, node bytes).
 
 These are the native classes themselves: calls go straight to C++.
@@ -21,6 +23,14 @@ These are the native classes themselves: calls go straight to C++.
 
 from __future__ import annotations
 
-from optimized._native import Book, Fill, MapBook, OrderRejected, Side, layout_info
+from optimized._native import (
+    Book,
+    BookFull,
+    Fill,
+    MapBook,
+    OrderRejected,
+    Side,
+    layout_info,
+)
 
-__all__ = ["Book", "Fill", "MapBook", "OrderRejected", "Side", "layout_info"]
+__all__ = ["Book", "BookFull", "Fill", "MapBook", "OrderRejected", "Side", "layout_info"]

@@ -32,6 +32,10 @@ _FIXUPS = (
      '"""twinmatch optimized twins (C++20)"""\n\nimport typing\n'),
     ("from optimized._native import exercises as exercises\n",
      "import types\n\nexercises: types.ModuleType\n"),
+    # BookFull's attributes: stubgen sees only their class-level default, None.
+    ("    index: None = None\n", "    index: int | None\n"),
+    ("    fills: None = None\n", "    fills: numpy.typing.NDArray[numpy.void] | None\n"),
+    ("    rejects: None = None\n", "    rejects: numpy.typing.NDArray[numpy.void] | None\n"),
 )
 _BUILD_CONSTANT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*): str = .*$", re.MULTILINE)
 

@@ -33,8 +33,8 @@ class BookImpl:
     module: Any
     book_class: Any
 
-    def new(self) -> Any:
-        return self.book_class()
+    def new(self, **options: Any) -> Any:
+        return self.book_class(**options)
 
     @property
     def Side(self) -> Any:  # noqa: N802 - mirrors the module attribute

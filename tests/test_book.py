@@ -393,6 +393,86 @@ def test_argument_types(impl: BookImpl) -> None:
         book.add_limit(1, BUY, 2**64, 5)
     with pytest.raises(ValueError):
         book.add_limit(1, 2, 100, 5)
+    # Every argument's type is checked before any value (as a C++ signature does).
+    with pytest.raises(TypeError):
+        book.add_limit(2, 5, 2**70, 1)
+    with pytest.raises(TypeError):
+        book.add_limit(1, 1.0, 100, 5)
+    with pytest.raises(TypeError):
+        book.add_market(1, 1.0, 5)
+    with pytest.raises(TypeError):
+        book.order(-1)
+    with pytest.raises(TypeError):
+        book.order(2**64)
+    with pytest.raises(TypeError):
+        book.depth(BUY, 2**63)
+    with pytest.raises(ValueError):
+        book.depth(3, 1)
+    assert len(book) == 0
+    with pytest.raises(ValueError):
+        impl.new(max_orders=0)
+    with pytest.raises(TypeError):
+        impl.new(max_orders=2**32)
+
+
+# ------------------------------------------------------------------ capacity
+
+
+def test_max_orders(impl: BookImpl) -> None:
+    """A full book refuses one more resting order with BookFull (a MemoryError, not a
+    reject), before changing anything; what needs no new resting order still works."""
+    book = impl.new(max_orders=2)
+    book.add_limit(1, SELL, 100, 10)
+    book.add_limit(2, BUY, 90, 10)
+    full = impl.module.BookFull
+    assert issubclass(full, MemoryError) and not issubclass(full, ValueError)
+    before = (book.depth(BUY, 5), book.depth(SELL, 5))
+    with pytest.raises(full) as caught:
+        book.add_limit(3, BUY, 80, 5)
+    assert caught.value.index is None
+    with pytest.raises(full):  # checked before matching, even for an order that would trade
+        book.add_limit(4, BUY, 100, 5)
+    with rejected(impl, "duplicate_id"):  # a reject comes first
+        book.add_limit(1, BUY, 80, 5)
+    assert (book.depth(BUY, 5), book.depth(SELL, 5)) == before and len(book) == 2
+    assert [tuple(f) for f in book.add_market(5, BUY, 4)[0]] == [(1, 5, 100, 4, BUY)]
+    assert [tuple(f) for f in book.replace(2, 6, 95, 5)] == []  # one leaves, one enters
+    book.cancel(6)
+    book.add_limit(7, BUY, 80, 5)
+    assert len(book) == 2
+
+
+def test_apply_book_full_keeps_results(impl: BookImpl) -> None:
+    """apply() on a full book stops at the operation that needs one more order; the
+    ones before it are applied, and their fills and rejects come with the error."""
+    ops = np.zeros(6, dtype=OPS_DTYPE)
+    ops[0] = (1, 0, 100, 10, OP_LIMIT, SELL)
+    ops[1] = (2, 0, 100, 4, OP_LIMIT, BUY)  # trades with 1, nothing rests
+    ops[2] = (3, 0, 0, 5, OP_LIMIT, BUY)  # bad price: a reject
+    ops[3] = (4, 0, 99, 5, OP_LIMIT, BUY)  # rests: the book is full now
+    ops[4] = (5, 0, 98, 5, OP_LIMIT, BUY)  # no room
+    ops[5] = (1, 0, 0, 0, OP_CANCEL, 0)
+    book = impl.new(max_orders=2)
+    with pytest.raises(impl.module.BookFull) as caught:
+        book.apply(ops)
+    err = caught.value
+    assert err.index == 4 and "at operation 4" in str(err)
+    assert err.fills.tolist() == [(1, 2, 100, 4, 1, BUY)]
+    assert err.rejects.tolist() == [(2, REASON_CODE["bad_price"])]
+    assert len(book) == 2 and book.best_bid() == (99, 5) and book.best_ask() == (100, 6)
+    fills, rejects = book.apply(ops[5:])  # carry on from there
+    assert len(fills) == 0 and len(rejects) == 0 and len(book) == 1
+
+
+@pytest.mark.parametrize("shape", [(), (2, 2)])
+def test_apply_wrong_shape(impl: BookImpl, shape: tuple[int, ...]) -> None:
+    ops = np.zeros(shape, dtype=OPS_DTYPE)
+    ops["order_id"] = 1
+    ops["price"] = 100
+    ops["qty"] = 1
+    book = impl.new()
+    with pytest.raises(ValueError, match="one-dimensional"):
+        book.apply(ops)
     assert len(book) == 0
 
 

@@ -34,6 +34,7 @@ def test_every_contract_name_exists(book_class: type) -> None:
 
 @pytest.mark.parametrize("module", [naive.book, optimized.book])
 def test_module_names(module: object) -> None:
-    for name in ("Side", "Fill", "OrderRejected", "Book"):
+    for name in ("Side", "Fill", "OrderRejected", "BookFull", "Book"):
         assert hasattr(module, name), name
     assert issubclass(module.OrderRejected, ValueError)  # type: ignore[attr-defined]
+    assert issubclass(module.BookFull, MemoryError)  # type: ignore[attr-defined]

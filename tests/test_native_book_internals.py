@@ -248,3 +248,19 @@ def test_apply_ns_reports_counts() -> None:
         n_fills, n_rejects, ns = cls().apply_ns(ops)
         assert (n_fills, n_rejects) == (1, 1)
         assert ns > 0
+
+
+def test_steady_state_does_not_grow() -> None:
+    """Once a book has seen its largest size, more of the same flow reuses freed nodes
+    and hash slots: the pool and the id table never grow again (no allocation)."""
+    from twinmatch.flow import order_flow
+
+    ops = order_flow(40_000, seed=7)
+    book = Book(initial_orders=16)  # small, so the warm-up has to grow both
+    book.apply(ops[:20_000])
+    warm = book.stats()
+    assert warm["pool_capacity"] > 16
+    book.apply(ops[20_000:])  # the flow keeps the book about as big as it was
+    after = book.stats()
+    assert after["pool_capacity"] == warm["pool_capacity"]
+    assert after["hash_capacity"] == warm["hash_capacity"]
