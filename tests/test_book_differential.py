@@ -66,3 +66,30 @@ def test_single_ops_identical_to_batch(rows: list[tuple[int, int, int, int, int,
         assert fills == want, name
         assert n_rejects == len(want_rejects), name
         assert state(book, all_ids) == state(reference, all_ids), name
+
+
+def apply_until_full(book: Any, ops: np.ndarray) -> tuple[Any, ...]:
+    """apply(), and if the book fills up: where, and what the ops before it did."""
+    try:
+        fills, rejects = book.apply(ops)
+        return ("done", fills.tobytes(), rejects.tobytes())
+    except MemoryError as full:
+        assert type(full).__name__ == "BookFull"
+        return ("full", full.index, full.fills.tobytes(), full.rejects.tobytes())  # type: ignore[attr-defined]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(op_rows, max_size=80), st.integers(1, 6))
+def test_full_book_identical(rows: list[tuple[int, int, int, int, int, int]],
+                             max_orders: int) -> None:
+    """With a tiny max_orders, every twin stops at the same operation with the same
+    results, and holds the same book (what the ops before it did)."""
+    ops = to_array(rows)
+    all_ids = {r[0] for r in rows} | {r[1] for r in rows}
+    results = []
+    for name in BOOK_IMPLS:
+        book = load_book_impl(name).new(max_orders=max_orders)
+        results.append((apply_until_full(book, ops), state(book, all_ids)))
+        assert len(book) <= max_orders
+    assert results[1] == results[0], "optimized differs from naive"
+    assert results[2] == results[0], "baseline differs from naive"
