@@ -7,7 +7,9 @@
 //   * 32-byte order nodes in a pre-allocated pool, linked into one FIFO per level,
 //   * an open-addressing hash table from the (arbitrary uint64) order id to its node.
 // Prices outside the window live in a std::map per side (the slow path). The window
-// re-centres on the next order when it holds no orders, pulling in far levels.
+// re-centres when it holds no orders, or when the market has moved out of it (neither
+// side's best price is inside): its levels go to the far map, and the far levels around
+// the new centre move in.
 //
 // Nothing on the hot path allocates once the pool and hash have reached their
 // steady-state size; both grow by doubling *before* an operation mutates anything,
@@ -585,6 +587,7 @@ public:
         }
         pool_.clear();
         ids_.clear();
+        far_adds_ = evicted_ = 0;
     }
 
     // --8<-- [start:prefetch]
@@ -834,16 +837,72 @@ private:
         ids_.insert_at(slot, key.fp, i);
     }
 
-    // The level for a new order whose price lies outside the window (the slow path):
-    // re-centre the window on it if the window holds no orders, else use the far map.
+    // --8<-- [start:outside_level]
+    // The level for a new order whose price lies outside the window (the slow path).
+    // If the window holds no orders, it re-centres on the order. If it holds orders but
+    // neither side's best price (the touch) is among them, the market has moved away
+    // and left them behind: the window's levels go to the far map and the window
+    // re-centres on the touch, so the orders arriving near it are fast again. Otherwise
+    // (the touch is in the window, this price is not) the order goes to the far map.
+    //
+    // Moving m levels costs m map operations, so a move must be paid for first: by as
+    // many orders sent to the far map since the last one moved levels. A stream whose
+    // touch jumps back and forth then costs a bounded amount per order, not a whole
+    // window's worth each time.
     [[gnu::noinline]] Level* outside_level(std::uint32_t price, Side side) {
-        if (bits_[0].empty() && bits_[1].empty()) {
-            recentre(price);
+        bool empty = bits_[0].empty() && bits_[1].empty();
+        if (empty || (far_adds_ >= evicted_ && !touch_in_window())) {
+            if (!empty) {
+                evicted_ = evict_window();  // may throw (allocation) before changing anything
+                far_adds_ = 0;
+            }
+            recentre(empty ? price : touch_price(side, price));
             std::uint64_t off = std::uint64_t(price) - base_;
-            if (off < window_) return &levels_[off];  // always true: centred on price
+            if (off < window_) return &levels_[off];
         }
+        ++far_adds_;
         return &far_[idx(side)][price];  // may allocate a map node
     }
+
+    bool touch_in_window() const {
+        for (int s = 0; s < 2; ++s) {
+            if (best_[s] == kNoKey) continue;
+            std::uint64_t off = std::uint64_t(key_price(Side(s), best_[s])) - base_;
+            if (off < window_) return true;
+        }
+        return false;
+    }
+    // Where to centre the window: the best price of the new order's side, else of the
+    // other side, else the order's own price. (One side's touch, not the middle of the
+    // two: with a spread wider than the window, the middle would hold neither.)
+    std::uint32_t touch_price(Side side, std::uint32_t price) const {
+        for (Side s : {side, opposite(side)})
+            if (best_[idx(s)] != kNoKey) return key_price(s, best_[idx(s)]);
+        return price;
+    }
+    // Move every level of the window into the far maps; returns how many. The map nodes
+    // are allocated in a scratch map first: if that throws, the book is unchanged; the
+    // splice after it (std::map::merge relinks nodes) cannot fail.
+    std::uint64_t evict_window() {
+        std::map<std::uint32_t, Level> moved[2];
+        for (int s = 0; s < 2; ++s) {
+            const LevelBitset& bits = bits_[s];
+            for (std::uint64_t i = bits.empty() ? LevelBitset::npos : bits.lowest();
+                 i != LevelBitset::npos; i = bits.next_above(i))
+                moved[s].emplace(static_cast<std::uint32_t>(base_ + i), levels_[i]);
+        }
+        std::uint64_t count = moved[0].size() + moved[1].size();
+        for (int s = 0; s < 2; ++s) {
+            for (const auto& [price, level] : moved[s]) {
+                std::uint64_t off = price - base_;
+                levels_[off] = Level{};
+                bits_[s].reset(off);
+            }
+            far_[s].merge(moved[s]);  // no key is in both: a price lives in one place
+        }
+        return count;
+    }
+    // --8<-- [end:outside_level]
 
     // Take qty (1..its qty) off a resting order: it keeps its place unless it reaches
     // zero and leaves. Returns the quantity left.
@@ -886,6 +945,8 @@ private:
     IdHash ids_;
     std::int64_t best_[2] = {kNoKey, kNoKey};  // best bid, best ask as keys (see crosses())
     std::uint64_t recentres_ = 0;
+    std::uint64_t far_adds_ = 0;  // orders sent to the far map since the last eviction
+    std::uint64_t evicted_ = 0;   // levels that eviction moved (the next one waits as long)
 };
 
 }  // namespace twinmatch

@@ -4,7 +4,8 @@
   find the best bid/ask with count-leading/trailing-zero instructions, 32-byte order
   nodes from a pool linked into one FIFO per level, and an open-addressing hash from
   order id to node. Prices outside the window (2**18 levels by default) are kept in
-  a ``std::map`` (the slow path); the window re-centres when it holds no orders.
+  a ``std::map`` (the slow path); the window re-centres when it holds no orders, or
+  when the market has left it (neither best price inside).
 * ``MapBook``: the baseline, written with ``std::map``/``std::list``/
   ``std::unordered_map``; identical results, so comparing the two measures the
   data structure rather than the language.

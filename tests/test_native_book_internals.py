@@ -79,6 +79,65 @@ def test_far_prices_and_recentre() -> None:
     assert fast.order(7) == (Side.BUY, MAX_PRICE, 1)
 
 
+def test_window_follows_the_market_past_a_stale_order() -> None:
+    """A window that still holds an order the market has left behind moves to the touch
+    anyway: the stale level goes to the far map, and orders near the touch are in the
+    window again (the fast path)."""
+    books: list[Any] = [Book(window_levels=1024), naive.Book(), MapBook()]
+    for b in books:
+        b.add_limit(1, Side.BUY, 1_000_000, 5)  # stays behind
+        b.add_limit(2, Side.SELL, 1_000_100, 5)
+        b.cancel(2)
+        for k in range(10):  # the market trades up and away, one far level at a time
+            b.add_limit(10 + k, Side.SELL, 1_500_000 + 100 * k, 3)
+        b.add_limit(30, Side.BUY, 1_499_900, 4)  # the best bid now: the touch has left
+        b.add_limit(31, Side.BUY, 1_499_800, 2)  # the window, which moves to it
+    fast = books[0]
+    stats = fast.stats()
+    assert stats["recentres"] == 2  # the first order's, then the move to the touch
+    assert stats["window_base"] <= 1_500_000 < stats["window_base"] + stats["window_levels"]
+    assert stats["far_levels"] == 1 + 5  # the stale bid, and asks beyond the new window
+    assert len({snapshot(b) for b in books}) == 1
+    # The stale order is still an ordinary order: it can trade and be cancelled.
+    sweeps = [b.add_market(40, Side.SELL, 8) for b in books]
+    assert sweeps[0] == sweeps[1] == sweeps[2]
+    assert [(f.resting_id, f.qty) for f in sweeps[0][0]] == [(30, 4), (31, 2), (1, 2)]
+    for b in books:
+        assert b.cancel(1) == 3
+    assert len({snapshot(b) for b in books}) == 1
+
+
+def test_window_moves_are_paid_for() -> None:
+    """Moving the window's m levels to the far map waits until m orders have gone to the
+    far map since the last such move: a touch that keeps jumping costs a bounded amount
+    per order (the three twins still agree throughout)."""
+    books: list[Any] = [Book(window_levels=64), naive.Book(), MapBook()]
+    fast = books[0]
+
+    def add(order_id: int, side: Side, price: int) -> None:
+        for b in books:
+            b.add_limit(order_id, side, price, 1)
+
+    for k in range(20):
+        add(1 + k, Side.BUY, 1000 + k)  # 20 levels in the window
+    add(100, Side.SELL, 100_000)  # far: the best bid is still in the window
+    add(101, Side.BUY, 99_990)  # far, and now the best bid: the touch has left
+    assert fast.stats()["recentres"] == 1
+    add(102, Side.BUY, 99_980)  # moves the 20 levels out, re-centres on 99,990
+    assert fast.stats()["recentres"] == 2
+    for b in books:
+        b.cancel(100)
+    add(103, Side.SELL, 300_000)  # both touches leave the window again ...
+    add(104, Side.BUY, 299_000)
+    for k in range(18):  # ... but 20 far orders must come first: 2 above, 18 here
+        add(200 + k, Side.BUY, 298_000 - k)
+    assert fast.stats()["recentres"] == 2
+    add(300, Side.BUY, 297_000)  # the 21st finds the move paid for
+    assert fast.stats()["recentres"] == 3
+    assert fast.stats()["window_base"] <= 299_000 < fast.stats()["window_base"] + 64
+    assert len({snapshot(b) for b in books}) == 1
+
+
 def test_depth_merges_window_and_far_levels() -> None:
     fast, slow = Book(window_levels=64), naive.Book()
     both: list[Any] = [fast, slow]
