@@ -445,6 +445,17 @@ void bind_api(nb::class_<Bound<B>>& cls) {
 
 }  // namespace
 
+// A plain Python class, defined from source in the module (so that it is an ordinary
+// Python exception class, like the naive twin's), kept for the life of the process.
+static PyObject* define_class(nb::module_& m, const char* name, const char* source) {
+    nb::dict ns;
+    ns["__name__"] = "optimized._native";
+    nb::module_::import_("builtins").attr("exec")(source, ns);
+    nb::object cls = ns[name];
+    m.attr(name) = cls;
+    return cls.release().ptr();
+}
+
 void register_book(nb::module_& m) {
     nb::enum_<Side>(m, "Side", nb::is_arithmetic(), "Order side: BUY = 0, SELL = 1.")
         .value("BUY", Side::Buy)
@@ -452,21 +463,17 @@ void register_book(nb::module_& m) {
 
     // OrderRejected is a plain Python class (like the naive twin's), defined here so
     // that C++ can raise it: OrderRejected(order_id, reason) sets both attributes.
-    nb::dict ns;
-    ns["__name__"] = "optimized._native";
-    nb::module_::import_("builtins").attr("exec")(
+    g_order_rejected = define_class(
+        m, "OrderRejected",
         "class OrderRejected(ValueError):\n"
         "    \"\"\"An operation the book refused; the book is unchanged.\"\"\"\n"
         "\n"
         "    def __init__(self, order_id: int, reason: str) -> None:\n"
         "        super().__init__(f'order {order_id} rejected: {reason}')\n"
         "        self.order_id = order_id\n"
-        "        self.reason = reason\n",
-        ns);
-    nb::object cls = ns["OrderRejected"];
-    m.attr("OrderRejected") = cls;
-    g_order_rejected = cls.release().ptr();  // kept for the life of the process
-    nb::module_::import_("builtins").attr("exec")(
+        "        self.reason = reason\n");
+    g_book_full = define_class(
+        m, "BookFull",
         "from __future__ import annotations\n"
         "\n"
         "class BookFull(MemoryError):\n"
@@ -487,11 +494,7 @@ void register_book(nb::module_& m) {
         "        super().__init__(message)\n"
         "        self.index = index\n"
         "        self.fills = fills\n"
-        "        self.rejects = rejects\n",
-        ns);
-    nb::object full = ns["BookFull"];
-    m.attr("BookFull") = full;
-    g_book_full = full.release().ptr();
+        "        self.rejects = rejects\n");
     // A BookFull thrown by a single-op call becomes the Python BookFull (not a bare
     // MemoryError, which is what nanobind makes of other std::bad_alloc).
     nb::register_exception_translator([](const std::exception_ptr& p, void*) {
