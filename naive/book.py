@@ -40,8 +40,8 @@ from twinmatch.dtypes import (
 
 __all__ = ["Book", "BookFull", "Fill", "OrderRejected", "Side"]
 
-# Resting orders a book can hold at most (the C++ twin's node indices are 32-bit).
-MAX_ORDERS = 2**32 - 1
+# Resting orders a book can hold at most (the C++ twin's id table holds 2**31 ids).
+MAX_ORDERS = 2**31
 
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
@@ -128,10 +128,10 @@ class Book:
 
     # --8<-- [start:state]
     def __init__(self, max_orders: int = MAX_ORDERS) -> None:
-        if not isinstance(max_orders, int) or not 0 <= max_orders <= MAX_ORDERS:
-            raise TypeError(f"max_orders must be an int in 0..2**32-1, got {max_orders!r}")
-        if max_orders == 0:
-            raise ValueError("max_orders must be at least 1")
+        if not isinstance(max_orders, int) or not 0 <= max_orders <= 2**32 - 1:
+            raise TypeError(f"max_orders must be a uint32 int, got {max_orders!r}")
+        if not 1 <= max_orders <= MAX_ORDERS:
+            raise ValueError("max_orders must be in 1..2^31")
         self._max_orders = max_orders  # a memory budget: more resting orders raise BookFull
         self._orders: dict[int, _Order] = {}
         # price -> level, per side; a level's dict keeps insertion order, so FIFO is free.

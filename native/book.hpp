@@ -60,8 +60,8 @@ inline constexpr std::int64_t kMaxQty = 0xFFFF'FFFFll;
 
 inline Side opposite(Side s) { return s == Side::Buy ? Side::Sell : Side::Buy; }
 
-// The book cannot take one more resting order: it holds max_orders already (2^32-1 at
-// most: node indices are 32-bit), or its id table is full. Thrown before the operation
+// The book cannot take one more resting order: it holds max_orders already (2^31 at
+// most: the id table's limit), or memory ran out. Thrown before the operation
 // changes anything. A std::bad_alloc, so Python sees a MemoryError (as it does when
 // memory itself runs out while growing), never the ValueError of a rejected order.
 class BookFull : public std::bad_alloc {
@@ -412,7 +412,9 @@ class Book {
 public:
     static constexpr std::uint64_t kDefaultWindow = std::uint64_t(1) << 18;
     static constexpr std::uint32_t kDefaultOrders = std::uint32_t(1) << 16;
-    static constexpr std::uint32_t kMaxOrders = kNil;  // node indices are 32-bit
+    // The most resting orders a book can hold: the id table (at most 2^32 slots, at most
+    // half full) holds 2^31 ids.
+    static constexpr std::uint32_t kMaxOrders = std::uint32_t(1) << 31;
 
     // max_orders caps the resting orders (a memory budget): an add that would need one
     // more throws BookFull, before it changes anything.
@@ -665,7 +667,8 @@ public:
 
 private:
     static std::uint32_t check_max_orders(std::uint32_t m) {
-        if (m == 0) throw std::invalid_argument("max_orders must be at least 1");
+        if (m == 0 || m > kMaxOrders)
+            throw std::invalid_argument("max_orders must be in 1..2^31");
         return m;
     }
     static std::uint64_t check_window(std::uint64_t w) {

@@ -23,7 +23,8 @@ public:
     explicit MapBook(std::uint32_t initial_orders = Book::kDefaultOrders,
                      std::uint32_t max_orders = Book::kMaxOrders)
         : max_orders_(max_orders) {
-        if (max_orders == 0) throw std::invalid_argument("max_orders must be at least 1");
+        if (max_orders == 0 || max_orders > Book::kMaxOrders)
+            throw std::invalid_argument("max_orders must be in 1..2^31");
         ids_.reserve(std::min(initial_orders, max_orders));
     }
 

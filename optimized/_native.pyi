@@ -83,7 +83,7 @@ class Book:
     """
 
     def __init__(
-        self, window_levels: int = 262144, initial_orders: int = 65536, max_orders: int = 4294967295
+        self, window_levels: int = 262144, initial_orders: int = 65536, max_orders: int = 2147483648
     ) -> None: ...
     def stats(self) -> dict[str, int]:
         """Internals (window, pool, hash sizes) for tests and the book's tables."""
@@ -149,7 +149,7 @@ class Book:
 class MapBook:
     """The std::map / std::list / std::unordered_map baseline, same API."""
 
-    def __init__(self, initial_orders: int = 65536, max_orders: int = 4294967295) -> None: ...
+    def __init__(self, initial_orders: int = 65536, max_orders: int = 2147483648) -> None: ...
     def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
         """Add a limit order; returns the fills it caused (the remainder rests)."""
 

@@ -411,8 +411,12 @@ def test_argument_types(impl: BookImpl) -> None:
     assert len(book) == 0
     with pytest.raises(ValueError):
         impl.new(max_orders=0)
+    with pytest.raises(ValueError):
+        impl.new(max_orders=2**31 + 1)  # more than the C++ id table can hold
     with pytest.raises(TypeError):
         impl.new(max_orders=2**32)
+    with pytest.raises(TypeError):
+        impl.new(max_orders=-1)
 
 
 # ------------------------------------------------------------------ capacity
