@@ -321,3 +321,50 @@ def test_steady_state_does_not_grow() -> None:
     after = book.stats()
     assert after["pool_capacity"] == warm["pool_capacity"]
     assert after["hash_capacity"] == warm["hash_capacity"]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("book_class", [Book, MapBook], ids=["optimized", "baseline"])
+def test_apply_releases_the_gil_and_guards_the_book(book_class: Any) -> None:
+    """While apply() runs in one thread, another runs Python and is refused the book.
+
+    Seeing "busy" at all proves the GIL was released (a held GIL would keep this thread
+    waiting until apply() returned). Each attempt is one batch of a few tens of
+    milliseconds; on a loaded 2-core machine a whole batch can pass before this thread is
+    scheduled, so it tries again, up to a bound. The batch's result must not depend on
+    what the other thread did meanwhile.
+    """
+    import threading
+
+    from twinmatch.flow import cached_order_flow
+
+    ops = cached_order_flow(200_000, seed=7)
+    want_fills, want_rejects = naive.Book().apply(ops)
+    seen_busy = 0
+    for _attempt in range(30):
+        book = book_class()
+        started = threading.Event()
+        result: list[Any] = []
+
+        def run(book: Any = book, started: threading.Event = started,
+                result: list[Any] = result) -> None:
+            started.set()
+            result.append(book.apply(ops))
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        started.wait()
+        while worker.is_alive():
+            try:
+                len(book)
+                book.best_bid()
+            except RuntimeError as busy:
+                assert "busy" in str(busy)
+                seen_busy += 1
+        worker.join()
+        fills, rejects = result[0]
+        assert fills.tobytes() == want_fills.tobytes()
+        assert rejects.tobytes() == want_rejects.tobytes()
+        if seen_busy:
+            break
+    assert seen_busy > 0, "no call was ever refused while apply() ran: was the GIL held?"
