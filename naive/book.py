@@ -35,6 +35,7 @@ from twinmatch.dtypes import (
     OPS_DTYPE,
     REASON_CODE,
     REJECT_DTYPE,
+    as_records,
     records,
 )
 
@@ -361,11 +362,7 @@ class Book:
         book is full, BookFull says at which operation, with the results of the ones
         before it (the book has applied them).
         """
-        ops = np.asarray(ops)
-        if ops.dtype != OPS_DTYPE:
-            raise TypeError(f"ops must have dtype OPS_DTYPE, got {ops.dtype}")
-        if ops.ndim != 1:
-            raise ValueError("apply: ops must be a one-dimensional OPS_DTYPE array")
+        ops = as_records(ops, OPS_DTYPE, "ops")  # the same checks as the C++ twin's
         fills: list[tuple[int, int, int, int, int, int]] = []
         rejects: list[tuple[int, int]] = []
         index = 0

@@ -36,7 +36,7 @@ from typing import Final
 import numpy as np
 
 from naive.book import Book, Fill, OrderRejected, Side
-from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, FILL_DTYPE, REASONS
+from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, FILL_DTYPE, REASONS, as_records, records
 
 __all__ = ["ANOMALIES", "MODES", "Market"]
 
@@ -132,8 +132,7 @@ class Market:
 
         A fill's ``op_index`` is the index of the event that caused it.
         """
-        if events.dtype != EVENT_DTYPE:
-            raise TypeError(f"events must have dtype EVENT_DTYPE, got {events.dtype}")
+        events = as_records(events, EVENT_DTYPE, "events")
         fills: list[FillRow] = []
         for index, row in enumerate(events.tolist()):
             _, ref, new_ref, _, shares, price, locate, kind, side, _, stock = row
@@ -154,7 +153,7 @@ class Market:
                 self._delete(locate, ref)
             else:
                 self._replace(index, locate, ref, new_ref, shares, price, fills)
-        return np.array(fills, dtype=FILL_DTYPE)
+        return records(fills, FILL_DTYPE)  # padding zeroed, as the C++ twin writes it
     # --8<-- [end:run]
 
     # ------------------------------------------------------------- the rules

@@ -192,18 +192,10 @@ struct OpsView {
     std::size_t n = 0;
 
     explicit OpsView(nb::handle ops_in) {
+        // The naive twin's checks, by calling the same function: the dtype (or the same
+        // fields in another layout, converted), one dimension, C-contiguous.
         nb::object dtypes = nb::module_::import_("twinmatch.dtypes");
-        nb::object np = nb::module_::import_("numpy");
-        nb::object want = dtypes.attr("OPS_DTYPE");
-        nb::object given = np.attr("asarray")(ops_in);
-        if (!given.attr("dtype").equal(want))
-            throw nb::type_error(nb::str("ops must have dtype OPS_DTYPE, got {}")
-                                     .format(given.attr("dtype")).c_str());
-        // Checked before ascontiguousarray, which turns a 0-d array into a 1-d one.
-        if (nb::cast<int>(given.attr("ndim")) != 1)
-            throw nb::value_error("apply: ops must be a one-dimensional OPS_DTYPE array");
-        // A no-op for a C-contiguous array; a strided slice is copied once.
-        arr = np.attr("ascontiguousarray")(given);
+        arr = dtypes.attr("as_records")(ops_in, dtypes.attr("OPS_DTYPE"), "ops");
         if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
         if (view.len % static_cast<Py_ssize_t>(sizeof(OpRecord)) != 0) {
             PyBuffer_Release(&view);

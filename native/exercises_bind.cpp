@@ -42,15 +42,8 @@ int highest_set_py(const Words& words) {
 class OpsBuffer {
 public:
     explicit OpsBuffer(nb::handle ops_in) {
-        nb::object np = nb::module_::import_("numpy");
-        nb::object want = nb::module_::import_("twinmatch.dtypes").attr("OPS_DTYPE");
-        nb::object given = np.attr("asarray")(ops_in);
-        if (!given.attr("dtype").equal(want))
-            throw nb::type_error(nb::str("ops must have dtype OPS_DTYPE, got {}")
-                                     .format(given.attr("dtype")).c_str());
-        if (nb::cast<int>(given.attr("ndim")) != 1)
-            throw nb::value_error("ops must be a one-dimensional OPS_DTYPE array");
-        arr_ = np.attr("ascontiguousarray")(given);  // copies only a strided slice
+        nb::object dtypes = nb::module_::import_("twinmatch.dtypes");  // the twins' checks
+        arr_ = dtypes.attr("as_records")(ops_in, dtypes.attr("OPS_DTYPE"), "ops");
         if (PyObject_GetBuffer(arr_.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0)
             throw nb::python_error();
     }

@@ -16,7 +16,7 @@ from typing import Final
 import numpy as np
 
 from optimized import _native
-from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, REASONS
+from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, REASONS, as_records
 
 __all__ = ["ANOMALIES", "MODES", "Market"]
 
@@ -34,9 +34,7 @@ class Market:
 
     def run(self, events: np.ndarray) -> np.ndarray:
         """Apply EVENT_DTYPE events in order; returns their fills (FILL_DTYPE)."""
-        if events.dtype != EVENT_DTYPE:
-            raise TypeError(f"events must have dtype EVENT_DTYPE, got {events.dtype}")
-        raw = np.ascontiguousarray(events).view(np.uint8)
+        raw = as_records(events, EVENT_DTYPE, "events").view(np.uint8)
         fills: np.ndarray = self._m.run_bytes(raw)
         return fills
 

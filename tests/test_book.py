@@ -615,5 +615,30 @@ def test_apply_empty(impl: BookImpl) -> None:
 
 def test_apply_wrong_dtype(impl: BookImpl) -> None:
     book = impl.new()
-    with pytest.raises((TypeError, ValueError)):
+    with pytest.raises(TypeError, match="OPS_DTYPE"):
         book.apply(np.zeros(3, dtype=np.int64))
+    # The field names right, a type wrong: refused, not converted.
+    fields = OPS_DTYPE.fields
+    assert fields is not None
+    other = np.dtype([(name, "<u8" if name == "price" else fields[name][0]) for name in fields])
+    with pytest.raises(TypeError, match="OPS_DTYPE"):
+        book.apply(np.zeros(3, dtype=other))
+    assert len(book) == 0
+
+
+def test_apply_same_fields_other_layout(impl: BookImpl) -> None:
+    """np.concatenate packs OPS_DTYPE records (numpy drops the padding that makes them 32
+    bytes); the fields are the same, so apply() converts the array instead of refusing it."""
+    ops = np.zeros(3, dtype=OPS_DTYPE)
+    ops[0] = (1, 0, 100, 5, OP_LIMIT, SELL)
+    ops[1] = (2, 0, 100, 3, OP_LIMIT, BUY)
+    ops[2] = (9, 0, 0, 0, OP_CANCEL, 0)  # unknown id: a reject
+    packed = np.concatenate([ops[:1], ops[1:]])
+    assert packed.dtype != OPS_DTYPE and packed.dtype.itemsize < OPS_DTYPE.itemsize
+    want_fills, want_rejects = impl.new().apply(ops)
+    for given in (packed, ops[["order_id", "new_order_id", "price", "qty", "op", "side"]]):
+        book = impl.new()
+        fills, rejects = book.apply(given)
+        assert fills.tobytes() == want_fills.tobytes()
+        assert rejects.tobytes() == want_rejects.tobytes()
+        assert book.best_ask() == (100, 2)

@@ -227,6 +227,19 @@ def test_bad_mode_and_dtype(market_impl: Any) -> None:
         market_impl.Market("auction")
     with pytest.raises(TypeError):
         market_impl.Market("book").run(np.zeros(3, dtype=np.uint8))
+    with pytest.raises(ValueError, match="one-dimensional"):
+        market_impl.Market("book").run(np.zeros((2, 2), dtype=EVENT_DTYPE))
+
+
+def test_events_in_another_layout(market_impl: Any) -> None:
+    """Concatenated EVENT_DTYPE arrays come back packed: the same fields, so accepted."""
+    rows = events(ev("A", ref=1, side="S", shares=5, price=100, stock="AAPL"),
+                  ev("A", ref=2, side="B", shares=3, price=100, stock="AAPL"))
+    packed = np.concatenate([rows[:1], rows[1:]])
+    assert packed.dtype != EVENT_DTYPE
+    want = market_impl.Market("match").run(rows)
+    assert len(want) == 1
+    assert market_impl.Market("match").run(packed).tobytes() == want.tobytes()
 
 
 # --------------------------------------------------------------- real captures

@@ -96,6 +96,31 @@ MAX_QTY: Final = 2**32 - 1
 MAX_ID: Final = 2**64 - 1
 
 
+def as_records(arr: object, dtype: np.dtype, name: str) -> np.ndarray:
+    """``arr`` as a one-dimensional, C-contiguous array of ``dtype``, for a batch API.
+
+    Every twin's batch entry point goes through here, so they accept and refuse the
+    same arrays. An array of ``dtype`` is used as it is (a strided slice is copied once).
+    One with the same fields, in the same order and of the same types, but another
+    layout is converted with one copy: ``np.concatenate`` and field selections give such
+    arrays (numpy packs the fields, dropping the padding that fixes the record size).
+    Any other dtype is a TypeError; an array that is not one-dimensional a ValueError.
+    """
+    given = np.asarray(arr)
+    if given.dtype != dtype:
+        same_fields = given.dtype.names == dtype.names and dtype.fields is not None and all(
+            given.dtype.fields is not None and given.dtype.fields[f][0] == dtype.fields[f][0]
+            for f in dtype.names or ()
+        )
+        if not same_fields:
+            raise TypeError(f"{name} must have dtype {_DTYPE_NAMES.get(dtype, dtype)}, "
+                            f"got {given.dtype}")
+        given = given.astype(dtype)
+    if given.ndim != 1:
+        raise ValueError(f"{name} must be a one-dimensional array")
+    return np.ascontiguousarray(given)
+
+
 def make_ops(n: int) -> np.ndarray:
     """A zeroed operations array of length n."""
     return np.zeros(n, dtype=OPS_DTYPE)
@@ -186,3 +211,10 @@ ANOMALIES: Final[tuple[str, ...]] = (
     "locate_mismatch",  # the reference lives in another locate's book (handled there)
 )
 # --8<-- [end:anomalies]
+
+
+# What as_records() calls each dtype in its error messages.
+_DTYPE_NAMES: Final[dict[np.dtype, str]] = {
+    OPS_DTYPE: "OPS_DTYPE", FILL_DTYPE: "FILL_DTYPE", REJECT_DTYPE: "REJECT_DTYPE",
+    LOBSTER_DTYPE: "LOBSTER_DTYPE", EVENT_DTYPE: "EVENT_DTYPE",
+}
