@@ -24,6 +24,7 @@
 #include "book.hpp"
 #include "dtypes.hpp"
 #include "map_book.hpp"
+#include "records_view.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -184,33 +185,20 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
 }
 // --8<-- [end:apply_loop]
 
-// Holds a contiguous OPS_DTYPE view of the caller's array for the duration of a batch.
+// The caller's OPS_DTYPE array, held for the duration of a batch (the naive twin's
+// checks, through the same function: see RecordsView), as OpRecords.
 struct OpsView {
-    nb::object arr;
-    Py_buffer view{};
-    const OpRecord* ops = nullptr;
-    std::size_t n = 0;
+    RecordsView records;
+    const OpRecord* ops;
+    std::size_t n;
 
-    explicit OpsView(nb::handle ops_in) {
-        // The naive twin's checks, by calling the same function: the dtype (or the same
-        // fields in another layout, converted), one dimension, C-contiguous.
-        nb::object dtypes = nb::module_::import_("twinmatch.dtypes");
-        arr = dtypes.attr("as_records")(ops_in, dtypes.attr("OPS_DTYPE"), "ops");
-        if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_C_CONTIGUOUS) != 0) throw nb::python_error();
-        if (view.len % static_cast<Py_ssize_t>(sizeof(OpRecord)) != 0) {
-            PyBuffer_Release(&view);
-            throw nb::value_error("apply: ops records must be 32 bytes (OPS_DTYPE)");
-        }
-        n = static_cast<std::size_t>(view.len) / sizeof(OpRecord);
-        ops = static_cast<const OpRecord*>(view.buf);
-        if (n > 0xFFFF'FFFFull) {  // FILL_DTYPE.op_index is a uint32
-            PyBuffer_Release(&view);
+    explicit OpsView(nb::handle ops_in)
+        : records(ops_in, "OPS_DTYPE", "ops"),
+          ops(static_cast<const OpRecord*>(records.data())),
+          n(records.bytes() / sizeof(OpRecord)) {  // OPS_DTYPE records are sizeof(OpRecord)
+        if (n > 0xFFFF'FFFFull)  // FILL_DTYPE.op_index is a uint32
             throw nb::value_error("apply: at most 2^32-1 operations per batch");
-        }
     }
-    ~OpsView() { PyBuffer_Release(&view); }
-    OpsView(const OpsView&) = delete;
-    OpsView& operator=(const OpsView&) = delete;
 };
 
 // Hand the records in `v` to numpy without copying: the vector moves into a capsule

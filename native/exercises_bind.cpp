@@ -20,6 +20,7 @@
 #include "itch_wire.hpp"    // exercises/03_itch/wire_struct/starter/
 #include "udp_frame.hpp"    // exercises/04_wire/udp_header/starter/
 #include "cached_ring.hpp"  // exercises/06_pipeline/cached_ring/starter/
+#include "records_view.hpp"
 
 #include <chrono>
 #include <thread>
@@ -38,30 +39,9 @@ int highest_set_py(const Words& words) {
     return highest_set(words.data(), static_cast<int>(words.shape(0)));
 }
 
-// A read-only, C-contiguous view of a one-dimensional OPS_DTYPE array, released on exit.
-class OpsBuffer {
-public:
-    explicit OpsBuffer(nb::handle ops_in) {
-        nb::object dtypes = nb::module_::import_("twinmatch.dtypes");  // the twins' checks
-        arr_ = dtypes.attr("as_records")(ops_in, dtypes.attr("OPS_DTYPE"), "ops");
-        if (PyObject_GetBuffer(arr_.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0)
-            throw nb::python_error();
-    }
-    ~OpsBuffer() { PyBuffer_Release(&view_); }
-    OpsBuffer(const OpsBuffer&) = delete;
-    OpsBuffer& operator=(const OpsBuffer&) = delete;
-
-    const void* data() const { return view_.buf; }
-    std::size_t bytes() const { return static_cast<std::size_t>(view_.len); }
-
-private:
-    nb::object arr_;
-    Py_buffer view_{};
-};
-
 std::uint64_t sum_buy_limit_qty_py(nb::handle ops_in) {
     using exercise::OpRecord;
-    OpsBuffer ops(ops_in);
+    twinmatch::RecordsView ops(ops_in, "OPS_DTYPE", "ops");
     // The learner's struct may still be wrong: refuse to read records of another size
     // (that would run past the end of the array) rather than trust it.
     if (sizeof(OpRecord) != 32)

@@ -96,6 +96,7 @@ MAX_QTY: Final = 2**32 - 1
 MAX_ID: Final = 2**64 - 1
 
 
+# --8<-- [start:as_records]
 def as_records(arr: object, dtype: np.dtype, name: str) -> np.ndarray:
     """``arr`` as a one-dimensional, C-contiguous array of ``dtype``, for a batch API.
 
@@ -107,18 +108,21 @@ def as_records(arr: object, dtype: np.dtype, name: str) -> np.ndarray:
     Any other dtype is a TypeError; an array that is not one-dimensional a ValueError.
     """
     given = np.asarray(arr)
-    if given.dtype != dtype:
-        same_fields = given.dtype.names == dtype.names and dtype.fields is not None and all(
-            given.dtype.fields is not None and given.dtype.fields[f][0] == dtype.fields[f][0]
-            for f in dtype.names or ()
-        )
-        if not same_fields:
-            raise TypeError(f"{name} must have dtype {_DTYPE_NAMES.get(dtype, dtype)}, "
-                            f"got {given.dtype}")
-        given = given.astype(dtype)
+    if given.dtype != dtype and (_fields(given.dtype) is None
+                                 or _fields(given.dtype) != _fields(dtype)):
+        raise TypeError(f"{name} must have dtype {_DTYPE_NAMES.get(dtype, dtype)}, "
+                        f"got {given.dtype}")
     if given.ndim != 1:
         raise ValueError(f"{name} must be a one-dimensional array")
-    return np.ascontiguousarray(given)
+    return np.ascontiguousarray(given.astype(dtype, copy=False))
+
+
+def _fields(dtype: np.dtype) -> list[tuple[str, np.dtype]] | None:
+    """A structured dtype's fields as (name, type) in order, offsets left out; else None."""
+    if dtype.fields is None:
+        return None
+    return [(name, dtype.fields[name][0]) for name in dtype.names or ()]
+# --8<-- [end:as_records]
 
 
 def make_ops(n: int) -> np.ndarray:
