@@ -35,18 +35,34 @@ def state(book: Any, all_ids: set[int]) -> tuple[Any, ...]:
                                    for k, v in orders.items()})
 
 
+def in_layout(ops: np.ndarray, layout: str) -> np.ndarray:
+    """The same records as an OPS_DTYPE array, packed (what np.concatenate returns), or a
+    strided view (every other record of a twice-as-long array)."""
+    if layout == "packed":
+        return np.concatenate([ops[: len(ops) // 2], ops[len(ops) // 2:]])
+    if layout == "strided":
+        wide = np.zeros(2 * len(ops), dtype=OPS_DTYPE)
+        wide[::2] = ops
+        return wide[::2]
+    return ops
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(op_rows, max_size=80))
-def test_batch_identical(rows: list[tuple[int, int, int, int, int, int]]) -> None:
+@given(st.lists(op_rows, max_size=80), st.sampled_from(["plain", "packed", "strided"]))
+def test_batch_identical(rows: list[tuple[int, int, int, int, int, int]], layout: str) -> None:
     ops = to_array(rows)
     all_ids = {r[0] for r in rows} | {r[1] for r in rows}
     results = []
     for name in BOOK_IMPLS:
         book = load_book_impl(name).new()
-        fills, rejects = book.apply(ops)
+        fills, rejects = book.apply(in_layout(ops, layout))
         results.append((fills.tobytes(), rejects.tobytes(), state(book, all_ids)))
     assert results[1] == results[0], "optimized differs from naive"
     assert results[2] == results[0], "baseline differs from naive"
+    if layout != "plain":  # and the layout changes nothing
+        plain = load_book_impl("naive").new()
+        fills, rejects = plain.apply(ops)
+        assert (fills.tobytes(), rejects.tobytes(), state(plain, all_ids)) == results[0]
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

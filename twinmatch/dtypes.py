@@ -125,6 +125,20 @@ def _fields(dtype: np.dtype) -> list[tuple[str, np.dtype]] | None:
 # --8<-- [end:as_records]
 
 
+def concat_records(arrays: Sequence[np.ndarray], dtype: np.dtype) -> np.ndarray:
+    """The records of ``arrays`` (each of ``dtype``) in one array of ``dtype``, padding zero.
+
+    ``np.concatenate`` would pack the fields into another dtype, and with ``dtype=`` it
+    leaves the padding bytes uninitialised; the twins' outputs are compared as bytes.
+    """
+    out = np.zeros(sum(len(a) for a in arrays), dtype=dtype)
+    at = 0
+    for a in arrays:
+        out[at:at + len(a)] = a
+        at += len(a)
+    return out
+
+
 def make_ops(n: int) -> np.ndarray:
     """A zeroed operations array of length n."""
     return np.zeros(n, dtype=OPS_DTYPE)

@@ -33,7 +33,15 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from twinmatch.dtypes import EVENT_DTYPE, OP_CANCEL, OP_LIMIT, OP_MARKET, OPS_DTYPE
+from twinmatch.dtypes import (
+    EVENT_DTYPE,
+    FILL_DTYPE,
+    OP_CANCEL,
+    OP_LIMIT,
+    OP_MARKET,
+    OPS_DTYPE,
+    concat_records,
+)
 from twinmatch.itch_files import CAPTURE_MAGICS, GZIP_MAGIC
 
 IMPLS: Final = ("naive", "optimized")
@@ -318,7 +326,7 @@ def replay(
     report = make_report(path, fmt, impl, mode, market, by_type, seconds)
     if pcap_reader is not None:
         report["pcap"] = {k: v for k, v in pcap_reader.stats.items()}
-    all_fills = np.concatenate(kept) if kept else None
+    all_fills = concat_records(kept, FILL_DTYPE) if kept else None
     return ReplayResult(report, all_fills, books, market)
 # --8<-- [end:replay]
 
