@@ -36,6 +36,12 @@ from naive.itch import LENGTHS, event_row, parse_message, tail_error
 from naive.market import Market
 from twinmatch.dtypes import EVENT_DTYPE
 from twinmatch.itch_errors import ItchError
+from twinmatch.pipeline_contract import (
+    PipelineInterrupted,
+    check_capacity,
+    join_interruptibly,
+    type_key,
+)
 
 __all__ = ["POLICIES", "Pipeline"]
 
@@ -57,12 +63,14 @@ class Pipeline:
 
     def __init__(self, mode: str = "match", *, ring_capacity: int = 16,
                  fill_capacity: int = 64, policy: str = "lossless", logger_delay_ns: int = 0,
-                 stop_after: int | None = None, batch: int = 64,
-                 hist_width_ns: int = 1_000, hist_buckets: int = 1_000_000) -> None:
+                 stop_after: int | None = None, batch: int = 64) -> None:
+        # The same rule as the C++ rings' (twinmatch/pipeline_contract.py), checked first.
+        ring_capacity = check_capacity("ring_capacity", ring_capacity)
+        fill_capacity = check_capacity("fill_capacity", fill_capacity)
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
-        if ring_capacity < 1 or fill_capacity < 1 or batch < 1:
-            raise ValueError("capacities and batch must be positive")
+        if batch < 1:
+            raise ValueError("batch must be positive")
         self.market = Market(mode)
         self.policy = policy
         self.batch = batch
@@ -74,8 +82,8 @@ class Pipeline:
         self._stop = threading.Event()
         self._abort = threading.Event()
         self._failure: BaseException | None = None
-        self.parse_hist = Histogram(hist_width_ns, hist_buckets)
-        self.e2e_hist = Histogram(hist_width_ns, hist_buckets)
+        self.parse_hist = Histogram()
+        self.e2e_hist = Histogram()
         self.stats: dict[str, Any] = dict.fromkeys(
             ("records", "events", "matched", "fills_produced", "fills_logged",
              "fills_dropped", "parser_stalls", "parser_stall_ns", "engine_stalls",
@@ -134,7 +142,8 @@ class Pipeline:
         code = mv[off + 2]
         if code in LENGTHS and LENGTHS[code] != length:
             raise ItchError(off, "bad_length", code, length, f"type needs {LENGTHS[code]}")
-        self.by_type[chr(code)] = self.by_type.get(chr(code), 0) + 1
+        key = type_key(code)  # 'A', or '\\x80' for a byte that is not printable ASCII
+        self.by_type[key] = self.by_type.get(key, 0) + 1
         row = None
         if code in LENGTHS:  # unknown types are counted and skipped
             row = event_row(parse_message(mv[off + 2:off + 2 + length]))
@@ -157,7 +166,7 @@ class Pipeline:
                 self.stats["records"] += 1
                 self.stats["consumed"] = off
                 if row is not None:
-                    self.parse_hist.record(parsed - start)
+                    self.parse_hist.record_delta(start, parsed)
                     batch.rows.append(row)
                     batch.parsed_ns.append(parsed)
                 start = parsed  # one clock read per record: the next one starts now
@@ -191,7 +200,7 @@ class Pipeline:
                 fills = self.market.run(events)
                 matched = time.perf_counter_ns()
                 for parsed in batch.parsed_ns:
-                    self.e2e_hist.record(matched - parsed)
+                    self.e2e_hist.record_delta(parsed, matched)
                 self.stats["matched"] += len(batch.rows)
                 if len(fills):
                     self._deliver(fills)
@@ -250,12 +259,15 @@ class Pipeline:
         ]
         for t in threads:
             t.start()
-        for t in threads:
-            t.join()
+        # Ctrl-C while joining stops the parser; the stages drain, then we report.
+        interrupted = join_interruptibly(threads, self.stop)
         seconds = time.perf_counter() - start
         if self._failure is not None:
             raise self._failure
         report = self.report(seconds)
+        report["interrupted"] = interrupted
+        if interrupted:
+            raise PipelineInterrupted(report)
         if self.error is not None:
             self.error.report = report  # type: ignore[attr-defined]
             raise self.error
@@ -268,7 +280,8 @@ class Pipeline:
             **self.stats, "seconds": seconds, "stopped": self.stopped,
             "by_type": dict(sorted(self.by_type.items())), "policy": self.policy,
             "placement": f"threads (GIL), batches of {self.batch}",
-            "wait": "blocking queue.Queue", "cpus": [], "pinned": [],
+            "wait": "blocking queue.Queue", "cpus": [], "planned": [], "pinned": [],
+            "clock_backwards": 0,  # one clock (perf_counter_ns), monotonic in every thread
             "clock": "time.perf_counter_ns",
             "parse": self.parse_hist.summary(), "e2e": self.e2e_hist.summary(),
             "anomalies": counts["anomalies"], "rejects": counts["rejects"],

@@ -1,31 +1,40 @@
 // The pipeline: parser -> engine -> fill logger as three C++ threads joined by SPSC rings.
 // The optimized twin of naive/pipeline.py (threading.Thread + queue.Queue).
 //
-//   parser  walks the ITCH buffer one record at a time with itch::scan (native/itch.hpp),
-//           stamps each event when it is decoded, and pushes {event, stamp} (64 bytes,
-//           one cache line) into the event ring;
+//   parser  walks the ITCH buffer one record at a time with itch::decode_one
+//           (native/itch.hpp), stamps each event when it is decoded, and pushes
+//           {event, stamp} (64 bytes, one cache line) into the event ring;
 //   engine  pops, applies the event to the many-books Market (native/market.hpp), stamps
 //           it matched, and pushes each fill into the fill ring;
 //   logger  pops fills and writes the fills CSV with buffered write(2) calls.
 //
-// No two threads share a lock or a written cache line except through the rings. Where the
-// threads run and how they wait is chosen at run time from the CPUs this process may use
-// (sched_getaffinity), never from a hard-coded count: three pinned spinning threads need
-// three free cores; on fewer, spinning threads would steal each other's time slices.
+// Each stage writes only its own state, and each stage's state starts on its own cache
+// line; the threads meet only through the rings and a few flags. Where the threads run and
+// how they wait is chosen when run() starts, from the CPUs this process may use
+// (sched_getaffinity) and the machine's core topology, never from a hard-coded count:
+// three pinned spinning threads need three free physical cores; on fewer, spinning
+// threads would steal each other's time slices.
 #pragma once
 
 #include <pthread.h>
 #include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
+#include <mutex>
+#include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -63,11 +72,61 @@ inline std::vector<int> usable_cpus() {
     return cpus;
 }
 
-inline bool pin_thread(std::thread& t, int cpu) {
+// --8<-- [start:topology]
+// Which physical core a CPU belongs to: SMT siblings (two hardware threads of one core)
+// share a key. Read from sysfs; where it cannot be read, every CPU is its own core.
+inline long core_key(int cpu) {
+    auto read = [cpu](const char* what) -> long {
+        const std::string path = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) +
+                                 "/topology/" + what;
+        std::FILE* f = std::fopen(path.c_str(), "r");
+        if (!f) return -1;
+        long v = -1;
+        if (std::fscanf(f, "%ld", &v) != 1) v = -1;
+        std::fclose(f);
+        return v;
+    };
+    const long package = read("physical_package_id"), core = read("core_id");
+    if (package < 0 || core < 0) return -1 - cpu;  // unknown: a core of its own
+    return package * 65536 + core;
+}
+
+// One CPU on each of `want` distinct physical cores, or nothing if there are fewer cores:
+// two stages on SMT siblings would share one core's execution units and caches. The core
+// of CPU 0 comes last (the kernel does much of its interrupt and timer work on CPU 0),
+// and on that core a sibling is taken instead of CPU 0 itself when one is usable.
+inline std::vector<int> choose_cpus(const std::vector<int>& cpus, const std::vector<long>& cores,
+                                    std::size_t want) {
+    struct Core {
+        long key;
+        int cpu;        // the CPU chosen on this core
+        bool has_cpu0;
+    };
+    std::vector<Core> found;  // distinct cores, in the order of their first CPU
+    for (std::size_t i = 0; i < cpus.size() && i < cores.size(); ++i) {
+        auto it = std::find_if(found.begin(), found.end(),
+                               [&](const Core& c) { return c.key == cores[i]; });
+        if (it == found.end()) {
+            found.push_back({cores[i], cpus[i], cpus[i] == 0});
+        } else {
+            it->has_cpu0 |= cpus[i] == 0;
+            if (it->cpu == 0) it->cpu = cpus[i];  // a sibling of CPU 0 instead of CPU 0
+        }
+    }
+    std::stable_partition(found.begin(), found.end(), [](const Core& c) { return !c.has_cpu0; });
+    if (found.size() < want) return {};
+    std::vector<int> pick;
+    for (std::size_t i = 0; i < want; ++i) pick.push_back(found[i].cpu);
+    return pick;
+}
+// --8<-- [end:topology]
+
+// Pin the calling thread (each stage pins itself as its first act, before any work).
+inline bool pin_self(int cpu) {
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);
-    return pthread_setaffinity_np(t.native_handle(), sizeof set, &set) == 0;
+    return pthread_setaffinity_np(pthread_self(), sizeof set, &set) == 0;
 }
 
 // --8<-- [start:now_ns]
@@ -190,9 +249,8 @@ struct PipelineConfig {
     std::uint64_t stop_after = ~std::uint64_t{0};  // stop after this many records
     Placement placement = Placement::Auto;
     WaitKind wait = WaitKind::Auto;
-    std::uint64_t hist_width_ns = 20;
-    std::uint64_t hist_buckets = 500'000;  // 20 ns x 500,000 = 10 ms, then overflow
     bool allow_tsc = true;              // false: stamps from steady_clock even where the TSC works
+    int fail_spawn = 0;                 // tests: starting thread k (1 logger, 2 engine, 3 parser) fails
     int fd = -1;                        // set by run(): where the logger writes
 };
 
@@ -214,17 +272,47 @@ struct PipelineStats {
     std::array<std::uint64_t, 256> by_type{};
 };
 
-class Pipeline {
+// Each stage's counters. kStageLines = true (the pipeline): each struct starts on its own
+// cache line, so a stage's increments never take a line away from another core. false:
+// the same structs packed one after another (the engine's and the parser's per-event
+// counters then share a line): the variant chapter 6 benchmarks to show what that costs.
+struct EngineCounters {
+    std::uint64_t matched = 0, fills_produced = 0, fills_dropped = 0;
+    std::uint64_t stalls = 0, stall_ns = 0;
+};
+struct ParserCounters {
+    std::uint64_t records = 0, events = 0, consumed = 0;
+    std::uint64_t stalls = 0, stall_ns = 0;
+};
+struct LoggerCounters {
+    std::uint64_t fills_logged = 0, bytes_written = 0;
+    int write_errno = 0;
+};
+template <bool kStageLines>
+struct alignas(kCacheLine) StageCounters {
+    static constexpr std::size_t kAlign = kStageLines ? kCacheLine : alignof(std::uint64_t);
+    alignas(kAlign) EngineCounters engine;
+    alignas(kAlign) ParserCounters parser;
+    alignas(kAlign) LoggerCounters logger;
+};
+static_assert(sizeof(StageCounters<true>) == 3 * kCacheLine, "one line per stage");
+static_assert(offsetof(StageCounters<false>, parser) < kCacheLine, "packed: parser on line 0");
+
+template <bool kStageLines = true>
+class BasicPipeline {
 public:
-    explicit Pipeline(const PipelineConfig& cfg)
-        : cfg_(cfg), clock_(cfg.allow_tsc), market_(cfg.mode),
-          events_(cfg.ring_capacity), fills_(cfg.fill_capacity),
-          parse_hist_(cfg.hist_width_ns, cfg.hist_buckets),
-          e2e_hist_(cfg.hist_width_ns, cfg.hist_buckets) {
+    explicit BasicPipeline(const PipelineConfig& cfg)
+        : cfg_(cfg), clock_(cfg.allow_tsc),
+          // capacities are checked before either ring allocates anything
+          events_((checked_ring_capacity(cfg.ring_capacity, "ring_capacity"),
+                   checked_ring_capacity(cfg.fill_capacity, "fill_capacity"), cfg.ring_capacity),
+                  "ring_capacity"),
+          fills_(cfg.fill_capacity, "fill_capacity"), market_(cfg.mode) {
         fill_batch_.reserve(1024);
         out_.reserve(kOutBuffer + 256);
-        decide_placement();
     }
+    BasicPipeline(const BasicPipeline&) = delete;
+    BasicPipeline& operator=(const BasicPipeline&) = delete;
 
     // Any thread, any time: the parser stops at the next record; everything already
     // parsed still flows through the engine and the logger.
@@ -242,7 +330,10 @@ public:
     Placement placement() const { return placement_; }
     WaitKind wait_kind() const { return wait_; }
     const std::vector<int>& cpus() const { return cpus_; }
+    const std::vector<int>& planned() const { return plan_; }   // parser, engine, logger
     const std::vector<int>& pinned_to() const { return pinned_; }
+    const void* event_slots() const { return events_.slots_address(); }
+    const void* stage_counters() const { return &c_; }
 
 private:
     struct Stamped {              // one ring slot: the event and when it was decoded
@@ -251,69 +342,82 @@ private:
     };
     static_assert(sizeof(Stamped) == 64, "one event per cache line");
     static constexpr std::size_t kOutBuffer = 1 << 20;
+    enum Stage : std::size_t { kParser = 0, kEngine = 1, kLogger = 2 };
 
-    // t1 - t0, or 0 if t1 is earlier: two cores' TSCs may disagree by a few ticks, and a
-    // wrapped difference would land in the overflow bucket.
-    static std::uint64_t elapsed(std::uint64_t t0, std::uint64_t t1) {
-        return t1 > t0 ? t1 - t0 : 0;
+    // a - b for two stamps of one thread: never negative on one core, but an unpinned
+    // thread may move between cores between the two reads. Counted, never silent.
+    static std::uint64_t since(std::uint64_t t0, std::uint64_t t1, std::uint64_t& backwards) {
+        if (t1 >= t0) [[likely]] return t1 - t0;
+        ++backwards;
+        return 0;
     }
 
     void decide_placement() {
         cpus_ = usable_cpus();
+        std::vector<long> cores;
+        for (int c : cpus_) cores.push_back(core_key(c));
+        plan_ = choose_cpus(cpus_, cores, 3);  // empty: fewer than 3 physical cores
         placement_ = cfg_.placement;
-        // Three pinned spinning threads need three cores. On fewer, the fastest honest
-        // choice measured (chapter 6) is to fuse parser and engine into one thread and
-        // keep only the logger apart.
+        // Three pinned spinning threads need three cores. On fewer, parser and engine
+        // fused into one thread with only the logger apart avoids the event ring's
+        // hand-off entirely (chapter 6's table compares it with three shared threads).
         if (placement_ == Placement::Auto)
-            placement_ = cpus_.size() >= 3 ? Placement::Pinned : Placement::Fused;
-        if (placement_ == Placement::Pinned && cpus_.size() < 3) placement_ = Placement::Shared;
+            placement_ = plan_.empty() ? Placement::Fused : Placement::Pinned;
+        if (placement_ == Placement::Pinned && plan_.empty()) placement_ = Placement::Shared;
+        if (placement_ != Placement::Pinned) plan_.clear();
         wait_ = cfg_.wait;
         if (wait_ == WaitKind::Auto)
             wait_ = placement_ == Placement::Pinned ? WaitKind::Spin : WaitKind::Yield;
     }
 
+    // First thing each stage's thread does: pin itself where the plan says.
+    void place(Stage s) {
+        if (!plan_.empty() && pin_self(plan_[s])) pinned_cpu_[s] = plan_[s];
+    }
+
     // --8<-- [start:parser]
     // Parse one record at buf[off]: itch::decode_one over exactly that record's bytes, so
     // the framing checks and the decoder are the chapter 3 code, without scan()'s per-call
-    // dispatch. Returns false at the end of
-    // the input, an error, or a stop. `t0` is when this record's parse began: the caller
-    // passes the previous record's parsed stamp, so each message costs one clock read
-    // here (and one in the engine), not two.
+    // dispatch. Returns false at the end of the input, an error, or a stop. `t0` is when
+    // this record's parse began: the caller passes the previous record's parsed stamp, so
+    // each message costs one clock read here (and one in the engine), not two.
     bool parse_one(const std::uint8_t* buf, std::size_t n, std::size_t& off,
                    Stamped& out, bool& has_event, std::uint64_t t0) {
+        ParserCounters& c = c_.parser;
         if (off >= n) return false;
-        if (stop_.load(std::memory_order_relaxed) || st_.records >= cfg_.stop_after) {
-            st_.stopped = true;
+        if (stop_.load(std::memory_order_relaxed) || c.records >= cfg_.stop_after) {
+            perr_.stopped = true;
             return false;
         }
         if (n - off < 2) {
-            st_.error = itch::Error::TruncatedPrefix;
+            perr_.error = itch::Error::TruncatedPrefix;
             return false;
         }
         const std::size_t record = std::min<std::size_t>(n - off, 2 + itch::be16(buf + off));
-        itch::ScanResult r = itch::decode_one(buf + off, record, &out.ev, st_.by_type.data());
+        itch::ScanResult r = itch::decode_one(buf + off, record, &out.ev, by_type_.data());
         if (r.error != itch::Error::Ok) {
-            st_.error = r.error;
-            st_.error_type = r.error_type;
-            st_.error_length = r.error_length;
+            perr_.error = r.error;
+            perr_.error_type = r.error_type;
+            perr_.error_length = r.error_length;
             return false;
         }
         if (r.consumed == 0) {  // the record runs past the end of the buffer
-            st_.error = itch::Error::TruncatedBody;
+            perr_.error = itch::Error::TruncatedBody;
             return false;
         }
         out.parsed_ns = clock_.now_ns();
         has_event = r.events != 0;
-        if (has_event) parse_hist_.record(elapsed(t0, out.parsed_ns));
+        if (has_event) parse_hist_.record_delta(t0, out.parsed_ns);
         off += r.consumed;
-        st_.consumed = off;
-        ++st_.records;
+        c.consumed = off;
+        ++c.records;
         return true;
     }
 
     void parser_loop(const std::uint8_t* buf, std::size_t n) {
         // A full ring means the parser is ahead: it may sleep without delaying anything.
         Backoff backoff(wait_, /*may_sleep=*/true);
+        ParserCounters& c = c_.parser;
         std::size_t off = 0;
         Stamped s;
         bool has_event = false;
@@ -321,7 +425,7 @@ private:
         while (parse_one(buf, n, off, s, has_event, t0)) {
             t0 = s.parsed_ns;  // the next record's parse starts now
             if (!has_event) continue;  // counted only (unknown and non-book types)
-            ++st_.events;
+            ++c.events;
             if (!events_.try_push(s)) {  // ring full: the engine is behind; wait for it
                 backoff.reset();
                 while (!events_.try_push(s)) {
@@ -329,8 +433,8 @@ private:
                     backoff.wait();
                 }
                 t0 = clock_.now_ns();  // the wait is a stall, not parsing
-                ++st_.parser_stalls;
-                st_.parser_stall_ns += t0 - s.parsed_ns;
+                ++c.stalls;
+                c.stall_ns += since(s.parsed_ns, t0, perr_.backwards);
             }
         }
     }
@@ -338,26 +442,29 @@ private:
 
     // --8<-- [start:engine]
     // Apply one event, stamp it matched, and hand its fills to the logger. Returns when
-    // the engine is free again (the matched stamp, or later if it had to wait).
+    // the engine is free again (the matched stamp, or later if it had to wait). The
+    // parsed stamp may come from another core's TSC: e2e_hist_ counts a negative delta.
     std::uint64_t match_one(const Stamped& s) {
+        EngineCounters& c = c_.engine;
         fill_batch_.clear();
         market_.run(&s.ev, 1, fill_batch_);  // no allocation once fill_batch_ has grown
         const std::uint64_t matched = clock_.now_ns();
-        e2e_hist_.record(elapsed(s.parsed_ns, matched));
-        const std::uint64_t stalls = st_.engine_stalls;
+        e2e_hist_.record_delta(s.parsed_ns, matched);
+        const std::uint64_t stalls = c.stalls;
         for (FillRecord& f : fill_batch_) {
-            f.op_index = static_cast<std::uint32_t>(st_.matched);  // low 32 bits
+            f.op_index = static_cast<std::uint32_t>(c.matched);  // low 32 bits
             push_fill(f);
         }
-        ++st_.matched;
-        return st_.engine_stalls == stalls ? matched : clock_.now_ns();
+        ++c.matched;
+        return c.stalls == stalls ? matched : clock_.now_ns();
     }
 
     void push_fill(const FillRecord& f) {
-        ++st_.fills_produced;
+        EngineCounters& c = c_.engine;
+        ++c.fills_produced;
         if (fills_.try_push(f)) return;
         if (cfg_.drop_fills) {  // the drop policy: never wait, count what was lost
-            ++st_.fills_dropped;
+            ++c.fills_dropped;
             return;
         }
         // Lossless: wait for the logger, and report how long matching was held up.
@@ -367,8 +474,8 @@ private:
             if (abort_.load(std::memory_order_relaxed)) return;
             backoff.wait();
         }
-        ++st_.engine_stalls;
-        st_.engine_stall_ns += clock_.now_ns() - t0;
+        ++c.stalls;
+        c.stall_ns += since(t0, clock_.now_ns(), engine_backwards_);
     }
 
     void engine_loop() {
@@ -405,8 +512,9 @@ private:
         while (parse_one(buf, n, off, s, has_event, t0)) {
             t0 = s.parsed_ns;
             if (!has_event) continue;
-            ++st_.events;
+            ++c_.parser.events;
             t0 = match_one(s);  // the next parse starts when this match is done
+            if (abort_.load(std::memory_order_relaxed)) return;
         }
     }
 
@@ -431,7 +539,7 @@ private:
         *p++ = '\n';
         out_.insert(out_.end(), line, p);
         if (out_.size() >= kOutBuffer) flush();
-        ++st_.fills_logged;
+        ++c_.logger.fills_logged;
     }
 
     void logger_loop() {
@@ -458,88 +566,165 @@ private:
     // --8<-- [end:logger]
 
     void flush() {
+        LoggerCounters& c = c_.logger;
         std::size_t done = 0;
-        while (cfg_.fd >= 0 && done < out_.size() && st_.write_errno == 0) {
+        while (cfg_.fd >= 0 && done < out_.size() && c.write_errno == 0) {
             ssize_t w = ::write(cfg_.fd, out_.data() + done, out_.size() - done);
             if (w < 0) {
                 if (errno == EINTR) continue;
-                st_.write_errno = errno;
+                c.write_errno = errno;
                 break;
             }
             done += static_cast<std::size_t>(w);
         }
-        st_.bytes_written += done;
+        c.bytes_written += done;
         out_.clear();
     }
 
     // Runs f; an exception stops every stage (their waits all watch abort_) and is
-    // rethrown by run() after the threads are joined.
+    // rethrown by run() after the threads are joined. Two stages may fail at once: the
+    // mutex makes the first failure the one kept (off the hot path, so a lock is fine).
     template <class F>
     void guarded(F&& f) {
         try {
             f();
         } catch (...) {
-            error_ = std::current_exception();
+            {
+                std::lock_guard<std::mutex> lock(error_mu_);
+                if (!error_) error_ = std::current_exception();
+            }
             abort_.store(true, std::memory_order_relaxed);
         }
     }
 
+    // A new thread running f, or (tests) the failure std::thread's constructor reports
+    // when the system cannot start one.
+    template <class F>
+    std::jthread spawn(int which, F&& f) {
+        if (cfg_.fail_spawn == which)
+            throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again),
+                                    "pipeline: cannot start a thread");
+        return std::jthread(std::forward<F>(f));
+    }
+
+    void collect();  // the stages' state -> st_, after every thread has been joined
+
+    struct ParserState {          // written by the parser only (besides its counters)
+        itch::Error error = itch::Error::Ok;
+        std::uint8_t error_type = 0;
+        std::uint16_t error_length = 0;
+        bool stopped = false;
+        std::uint64_t backwards = 0;
+    };
+
+    // Read-only while the stages run:
     PipelineConfig cfg_;
     StampClock clock_;
-    Market market_;
-    SpscRing<Stamped> events_;
-    SpscRing<FillRecord> fills_;
-    Histogram parse_hist_, e2e_hist_;
-    std::vector<FillRecord> fill_batch_;
-    std::vector<char> out_;
-    PipelineStats st_;
-    std::vector<int> cpus_, pinned_;
+    std::vector<int> cpus_, plan_, pinned_;
     Placement placement_ = Placement::Shared;
     WaitKind wait_ = WaitKind::Yield;
+    // The rings (each index on its own line inside):
+    SpscRing<Stamped> events_;
+    SpscRing<FillRecord> fills_;
+    // Per-stage state, each piece starting on its own cache line:
+    StageCounters<kStageLines> c_;
+    alignas(kCacheLine) std::array<std::uint64_t, 256> by_type_{};  // parser
+    alignas(kCacheLine) ParserState perr_;                           // parser
+    alignas(kCacheLine) Histogram parse_hist_;                       // parser
+    alignas(kCacheLine) Histogram e2e_hist_;                         // engine
+    alignas(kCacheLine) Market market_;                              // engine
+    alignas(kCacheLine) std::vector<FillRecord> fill_batch_;         // engine
+    std::uint64_t engine_backwards_ = 0;                             // engine
+    alignas(kCacheLine) std::vector<char> out_;                      // logger
+    // Written once by each stage at its start (its own element), read after join:
+    alignas(kCacheLine) std::array<int, 3> pinned_cpu_{-1, -1, -1};
     // Each flag on its own line: written once, polled by another thread.
     alignas(kCacheLine) std::atomic<bool> parser_done_{false};
     alignas(kCacheLine) std::atomic<bool> engine_done_{false};
     alignas(kCacheLine) std::atomic<bool> stop_{false};
     alignas(kCacheLine) std::atomic<bool> abort_{false};
+    std::mutex error_mu_;
     std::exception_ptr error_;
+    PipelineStats st_;
     bool ran_ = false;
+
+public:
+    std::uint64_t clock_backwards() const { return perr_.backwards + engine_backwards_; }
 };
 
 // --8<-- [start:run]
-inline void Pipeline::run(const std::uint8_t* buf, std::size_t n, int fd) {
+template <bool kStageLines>
+void BasicPipeline<kStageLines>::run(const std::uint8_t* buf, std::size_t n, int fd) {
     if (ran_) throw std::logic_error("a Pipeline runs once");
     ran_ = true;
     cfg_.fd = fd;
+    decide_placement();  // the CPUs and cores usable now, not when it was constructed
     const std::uint64_t t0 = clock_.now_ns();
-    std::thread logger([&] { guarded([&] { logger_loop(); }); });
-    std::thread engine, parser;
-    if (placement_ == Placement::Fused) {
-        parser = std::thread([&] {
-            guarded([&] { fused_loop(buf, n); });
-            // The release store publishes everything this thread did to the logger.
-            engine_done_.store(true, std::memory_order_release);
-        });
-    } else {
-        engine = std::thread([&] {
-            guarded([&] { engine_loop(); });
-            engine_done_.store(true, std::memory_order_release);
-        });
-        parser = std::thread([&] {
-            guarded([&] { parser_loop(buf, n); });
-            parser_done_.store(true, std::memory_order_release);
-        });
-    }
-    if (placement_ == Placement::Pinned) {  // parser, engine, logger on distinct cores
-        std::thread* order[3] = {&parser, &engine, &logger};
-        for (std::size_t i = 0; i < 3; ++i)
-            if (order[i]->joinable() && pin_thread(*order[i], cpus_[i])) pinned_.push_back(cpus_[i]);
-    }
-    parser.join();
-    if (engine.joinable()) engine.join();
-    logger.join();
+    {
+        // jthreads join when they go out of scope, on every path: if starting one throws,
+        // the ones already running see abort_ and return, and are joined, instead of a
+        // joinable std::thread's destructor calling std::terminate.
+        std::jthread logger, engine, parser;
+        try {
+            logger = spawn(1, [&] {
+                place(kLogger);
+                guarded([&] { logger_loop(); });
+            });
+            if (placement_ == Placement::Fused) {
+                parser = spawn(3, [&] {
+                    place(kParser);
+                    guarded([&] { fused_loop(buf, n); });
+                    // The release store publishes everything this thread did to the logger.
+                    engine_done_.store(true, std::memory_order_release);
+                });
+            } else {
+                engine = spawn(2, [&] {
+                    place(kEngine);
+                    guarded([&] { engine_loop(); });
+                    engine_done_.store(true, std::memory_order_release);
+                });
+                parser = spawn(3, [&] {
+                    place(kParser);
+                    guarded([&] { parser_loop(buf, n); });
+                    parser_done_.store(true, std::memory_order_release);
+                });
+            }
+        } catch (...) {
+            abort_.store(true, std::memory_order_relaxed);
+            throw;  // the jthreads above are joined on the way out
+        }
+    }  // joined here
     st_.seconds_ns = clock_.now_ns() - t0;
+    collect();
     if (error_) std::rethrow_exception(error_);
 }
 // --8<-- [end:run]
+
+template <bool kStageLines>
+void BasicPipeline<kStageLines>::collect() {
+    st_.records = c_.parser.records;
+    st_.events = c_.parser.events;
+    st_.consumed = c_.parser.consumed;
+    st_.parser_stalls = c_.parser.stalls;
+    st_.parser_stall_ns = c_.parser.stall_ns;
+    st_.matched = c_.engine.matched;
+    st_.fills_produced = c_.engine.fills_produced;
+    st_.fills_dropped = c_.engine.fills_dropped;
+    st_.engine_stalls = c_.engine.stalls;
+    st_.engine_stall_ns = c_.engine.stall_ns;
+    st_.fills_logged = c_.logger.fills_logged;
+    st_.bytes_written = c_.logger.bytes_written;
+    st_.write_errno = c_.logger.write_errno;
+    st_.error = perr_.error;
+    st_.error_type = perr_.error_type;
+    st_.error_length = perr_.error_length;
+    st_.stopped = perr_.stopped;
+    st_.by_type = by_type_;
+    pinned_.clear();
+    for (int cpu : pinned_cpu_)
+        if (cpu >= 0) pinned_.push_back(cpu);
+}
+
+using Pipeline = BasicPipeline<true>;
 
 }  // namespace twinmatch

@@ -53,29 +53,42 @@ const char* placement_name(Placement p) {
 
 // The pipeline and a busy flag: run() releases the GIL; nothing but stop() may touch the
 // pipeline meanwhile.
+template <bool kStageLines>
 struct BoundPipeline {
-    Pipeline p;
+    BasicPipeline<kStageLines> p;
     std::atomic<bool> busy{false};
     explicit BoundPipeline(const PipelineConfig& c) : p(c) {}
-    Pipeline& idle() {
+    BasicPipeline<kStageLines>& idle() {
         if (busy.load()) throw std::runtime_error("pipeline is running");
         return p;
     }
 };
 
+// A message type byte as a report key: the one rule of twinmatch/pipeline_contract.py's
+// type_key (printable ASCII as itself, anything else as backslash x and two hex digits).
+std::string type_key(int t) {
+    if (t >= 0x20 && t <= 0x7e) return std::string(1, static_cast<char>(t));
+    static const char hex[] = "0123456789abcdef";
+    return std::string{'\\', 'x', hex[(t >> 4) & 15], hex[t & 15]};
+}
+
 nb::dict hist_summary(const Histogram& h) {
     nb::dict d;
     d["count"] = h.count();
-    d["width_ns"] = h.width();
-    d["buckets"] = h.buckets();
-    d["overflow"] = h.overflow();
+    d["layout"] = "log-linear, " + std::to_string(kSubBuckets) + " sub-buckets per power of two";
+    d["sub_buckets"] = kSubBuckets;
     d["min"] = h.min();
     d["max"] = h.max();
     d["mean"] = h.count() ? double(h.sum()) / double(h.count()) : 0.0;
-    for (auto [name, p] : {std::pair{"p50", 50.0}, {"p90", 90.0}, {"p99", 99.0},
-                           {"p99.9", 99.9}})
-        d[name] = h.percentile(p);
+    d["negative"] = h.negative();
+    for (auto [name, ppm] : {std::pair{"p50", 500'000u}, {"p90", 900'000u}, {"p99", 990'000u},
+                             {"p99.9", 999'000u}})
+        d[name] = h.percentile_ppm(ppm);
     return d;
+}
+
+std::uint64_t offset_in_line(const void* p) {
+    return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p) % kCacheLine);
 }
 
 // Two threads pass `items` counting numbers through a ring of `capacity`: the consumer
@@ -113,42 +126,19 @@ std::tuple<std::uint64_t, bool, double> ring_stress(std::uint64_t items, std::si
     return {received, ok, s};
 }
 
-}  // namespace
-
-void register_pipeline(nb::module_& m) {
-    m.def("usable_cpus", &usable_cpus, "The CPUs this process may run on (sched_getaffinity).");
-    m.def("ring_stress", &ring_stress, "items"_a, "capacity"_a, "wait"_a = "yield",
-          "Pass `items` numbers through an SpscRing between two threads: "
-          "(received, in_order, seconds).");
-
-    nb::class_<Histogram>(m, "Histogram", "Fixed-width latency buckets (native/histogram.hpp).")
-        .def(nb::init<std::uint64_t, std::uint64_t>(), "width_ns"_a, "buckets"_a)
-        .def("record", &Histogram::record, "ns"_a)
-        .def(
-            "record_many",
-            [](Histogram& h, U64In values) {
-                const std::uint64_t* v = values.data();
-                for (std::size_t i = 0; i < values.shape(0); ++i) h.record(v[i]);
-            },
-            "values"_a, "Record every value of a uint64 array.")
-        .def("percentile", &Histogram::percentile, "p"_a)
-        .def("summary", &hist_summary,
-             nb::sig("def summary(self) -> dict[str, typing.Any]"),
-             "count, layout, overflow, min, max, mean and p50 p90 p99 p99.9 (ns).")
-        .def_prop_ro("width_ns", &Histogram::width)
-        .def_prop_ro("buckets", &Histogram::buckets)
-        .def_prop_ro("count", &Histogram::count)
-        .def_prop_ro("overflow", &Histogram::overflow)
-        .def_prop_ro("max", &Histogram::max)
-        .def("counts", [](const Histogram& h) { return h.counts(); });
-
-    nb::class_<BoundPipeline>(m, "Pipeline", "parser -> engine -> logger (native/pipeline.hpp).")
+template <bool kStageLines>
+void bind_pipeline(nb::module_& m, const char* name) {
+    using Bound = BoundPipeline<kStageLines>;
+    nb::class_<Bound>(m, name,
+                      kStageLines ? "parser -> engine -> logger (native/pipeline.hpp)."
+                                  : "The same pipeline with the stages' counters packed "
+                                    "together (the false-sharing benchmark's variant).")
         .def(
             "__init__",
-            [](BoundPipeline* self, const std::string& mode, std::size_t ring_capacity,
+            [](Bound* self, const std::string& mode, std::size_t ring_capacity,
                std::size_t fill_capacity, bool drop_fills, std::uint64_t logger_delay_ns,
                std::uint64_t stop_after, const std::string& placement, const std::string& wait,
-               std::uint64_t hist_width_ns, std::uint64_t hist_buckets) {
+               int fail_spawn) {
                 PipelineConfig c;
                 if (mode == "book") c.mode = Mode::Book;
                 else if (mode == "match") c.mode = Mode::Match;
@@ -160,22 +150,20 @@ void register_pipeline(nb::module_& m) {
                 c.stop_after = stop_after;
                 c.placement = to_placement(placement);
                 c.wait = to_wait(wait);
-                c.hist_width_ns = hist_width_ns;
-                c.hist_buckets = hist_buckets;
+                c.fail_spawn = fail_spawn;
                 try {
-                    new (self) BoundPipeline(c);
+                    new (self) Bound(c);
                 } catch (const std::invalid_argument& e) {
                     throw nb::value_error(e.what());
                 }
             },
             "mode"_a, "ring_capacity"_a, "fill_capacity"_a, "drop_fills"_a,
-            "logger_delay_ns"_a, "stop_after"_a, "placement"_a, "wait"_a, "hist_width_ns"_a,
-            "hist_buckets"_a)
+            "logger_delay_ns"_a, "stop_after"_a, "placement"_a, "wait"_a, "fail_spawn"_a = 0)
         .def(
             "run",
-            [](BoundPipeline& b, nb::handle buffer, int fd) {
+            [](Bound& b, nb::handle buffer, int fd) {
                 View in(buffer);
-                Pipeline& p = b.idle();
+                auto& p = b.idle();
                 b.busy.store(true);
                 try {
                     nb::gil_scoped_release nogil;
@@ -189,12 +177,12 @@ void register_pipeline(nb::module_& m) {
             "buffer"_a, "fd"_a,
             nb::sig("def run(self, buffer: object, fd: int) -> None"),
             "Run a bytes-like ITCH buffer through the stages (GIL released); fd -1 discards.")
-        .def("stop", [](BoundPipeline& b) { b.p.stop(); },
+        .def("stop", [](Bound& b) { b.p.stop(); },
              "Stop parsing at the next record (any thread); the rest still drains.")
         .def(
             "stats",
-            [](BoundPipeline& b) {
-                Pipeline& p = b.idle();
+            [](Bound& b) {
+                auto& p = b.idle();
                 const PipelineStats& s = p.stats();
                 nb::dict d;
                 d["records"] = s.records;
@@ -207,6 +195,7 @@ void register_pipeline(nb::module_& m) {
                 d["parser_stall_ns"] = s.parser_stall_ns;
                 d["engine_stalls"] = s.engine_stalls;
                 d["engine_stall_ns"] = s.engine_stall_ns;
+                d["clock_backwards"] = p.clock_backwards();
                 d["bytes_written"] = s.bytes_written;
                 d["seconds"] = double(s.seconds_ns) / 1e9;
                 d["consumed"] = s.consumed;
@@ -218,7 +207,7 @@ void register_pipeline(nb::module_& m) {
                 nb::dict by_type;
                 for (int t = 0; t < 256; ++t)
                     if (s.by_type[static_cast<std::size_t>(t)])
-                        by_type[nb::str(std::string(1, static_cast<char>(t)).c_str())] =
+                        by_type[nb::str(type_key(t).c_str())] =
                             s.by_type[static_cast<std::size_t>(t)];
                 d["by_type"] = by_type;
                 d["parse"] = hist_summary(p.parse_hist());
@@ -227,7 +216,11 @@ void register_pipeline(nb::module_& m) {
                 d["clock"] = p.clock().name();
                 d["wait"] = p.wait_kind() == WaitKind::Spin ? "spin" : "spin-then-yield";
                 d["cpus"] = p.cpus();
+                d["planned"] = p.planned();
                 d["pinned"] = p.pinned_to();
+                d["event_slots_offset"] = offset_in_line(p.event_slots());
+                d["stage_counters_offset"] = offset_in_line(p.stage_counters());
+                d["stage_lines"] = kStageLines;
                 const MarketCounts& c = p.market().counts();
                 d["anomalies"] = std::vector<std::uint64_t>(c.anomalies.begin(), c.anomalies.end());
                 d["rejects"] = std::vector<std::uint64_t>(c.rejects.begin(), c.rejects.end());
@@ -240,11 +233,78 @@ void register_pipeline(nb::module_& m) {
             "Counts, stalls, drops, histograms' summaries and the placement, after run().")
         .def(
             "hist_counts",
-            [](BoundPipeline& b, const std::string& which) {
-                Pipeline& p = b.idle();
-                if (which == "parse") return p.parse_hist().counts();
-                if (which == "e2e") return p.e2e_hist().counts();
-                throw nb::value_error("which must be 'parse' or 'e2e'");
+            [](Bound& b, const std::string& which) {
+                auto& p = b.idle();
+                const Histogram* h = nullptr;
+                if (which == "parse") h = &p.parse_hist();
+                else if (which == "e2e") h = &p.e2e_hist();
+                else throw nb::value_error("which must be 'parse' or 'e2e'");
+                return std::vector<std::uint64_t>(h->counts().begin(), h->counts().end());
             },
             "which"_a, "The bucket counts of one histogram ('parse' or 'e2e').");
+}
+
+}  // namespace
+
+void register_pipeline(nb::module_& m) {
+    m.def("usable_cpus", &usable_cpus, "The CPUs this process may run on (sched_getaffinity).");
+    m.def("ring_stress", &ring_stress, "items"_a, "capacity"_a, "wait"_a = "yield",
+          "Pass `items` numbers through an SpscRing between two threads: "
+          "(received, in_order, seconds).");
+
+    m.attr("HIST_SUB_BUCKET_BITS") = kSubBucketBits;
+    m.attr("HIST_BUCKETS") = kHistBuckets;
+    m.attr("RING_CAPACITY_MAX") = kRingCapacityMax;
+    m.def("choose_cpus", &choose_cpus, "cpus"_a, "cores"_a, "want"_a,
+          "One CPU on each of `want` distinct physical cores (cores[i]: cpus[i]'s core), "
+          "CPU 0's core last; [] if there are fewer cores.");
+    m.def("core_key", &core_key, "cpu"_a, "The physical core of a CPU, from sysfs.");
+    m.def(
+        "ring_slots_offset",
+        [](std::size_t capacity) {
+            struct Line {
+                std::uint8_t b[64];
+            };
+            SpscRing<Line> ring(capacity);
+            return offset_in_line(ring.slots_address());
+        },
+        "capacity"_a, "Where a new ring's slots start, modulo 64 bytes (0: line aligned).");
+
+    nb::class_<Histogram>(m, "Histogram", "Log-linear latency buckets (native/histogram.hpp).")
+        .def(nb::init<>())
+        .def("record", &Histogram::record, "ns"_a)
+        .def("record_delta", &Histogram::record_delta, "start"_a, "end"_a)
+        .def(
+            "record_many",
+            [](Histogram& h, U64In values) {
+                const std::uint64_t* v = values.data();
+                for (std::size_t i = 0; i < values.shape(0); ++i) h.record(v[i]);
+            },
+            "values"_a, "Record every value of a uint64 array.")
+        .def("percentile_ppm",
+             [](const Histogram& h, std::uint32_t ppm) {
+                 try {
+                     return h.percentile_ppm(ppm);
+                 } catch (const std::invalid_argument& e) {
+                     throw nb::value_error(e.what());
+                 }
+             },
+             "ppm"_a)
+        .def("summary", &hist_summary,
+             nb::sig("def summary(self) -> dict[str, typing.Any]"),
+             "count, layout, min, max, mean, negative and p50 p90 p99 p99.9 (ns).")
+        .def_static("bucket_of", &Histogram::bucket_of, "ns"_a)
+        .def_static("bucket_lowest", &Histogram::bucket_lowest, "i"_a)
+        .def_static("bucket_highest", &Histogram::bucket_highest, "i"_a)
+        .def_prop_ro("count", &Histogram::count)
+        .def_prop_ro("negative", &Histogram::negative)
+        .def_prop_ro("max", &Histogram::max)
+        .def_prop_ro("min", &Histogram::min)
+        .def_prop_ro("sum", &Histogram::sum)
+        .def("counts", [](const Histogram& h) {
+            return std::vector<std::uint64_t>(h.counts().begin(), h.counts().end());
+        });
+
+    bind_pipeline<true>(m, "Pipeline");
+    bind_pipeline<false>(m, "PackedPipeline");
 }

@@ -12,6 +12,7 @@
 #include <memory>
 #include <new>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
 
 namespace twinmatch {
@@ -21,18 +22,27 @@ namespace twinmatch {
 // value may change between compiler versions, which is an ABI hazard in a header.)
 inline constexpr std::size_t kCacheLine = 64;
 
+// The largest ring: 2^24 slots (1 GiB of 64-byte events). twinmatch/pipeline_contract.py
+// says the same (RING_CAPACITY_MAX) and both twins check it before allocating anything.
+inline constexpr std::size_t kRingCapacityMax = std::size_t{1} << 24;
+
+// capacity: a power of two, so `index & mask` replaces a division. Checked before the
+// slots are allocated, so a bad capacity never costs a huge allocation first.
+inline std::size_t checked_ring_capacity(std::size_t capacity, const char* name = "ring capacity") {
+    if (capacity < 2 || capacity > kRingCapacityMax || (capacity & (capacity - 1)) != 0)
+        throw std::invalid_argument(std::string(name) + " must be a power of two in 2..16,777,216, got " +
+                                    std::to_string(capacity));
+    return capacity;
+}
+
 // --8<-- [start:ring]
 template <class T>
 class SpscRing {
     static_assert(std::is_trivially_copyable_v<T>, "items are copied with plain stores");
 
 public:
-    // capacity: a power of two, so `index & mask` replaces a division.
-    explicit SpscRing(std::size_t capacity)
-        : mask_(capacity - 1), slots_(std::make_unique<T[]>(capacity)) {
-        if (capacity < 2 || (capacity & (capacity - 1)) != 0)
-            throw std::invalid_argument("ring capacity must be a power of two >= 2");
-    }
+    explicit SpscRing(std::size_t capacity, const char* name = "ring capacity")
+        : mask_(checked_ring_capacity(capacity, name) - 1), slots_(allocate(capacity)) {}
     SpscRing(const SpscRing&) = delete;
     SpscRing& operator=(const SpscRing&) = delete;
 
@@ -75,13 +85,28 @@ private:
     // index & mask. Each index sits on its own cache line with the *other* side's cached
     // copy of the opposite index, so a push writes only producer lines and a pop only
     // consumer lines. Sharing one line would bounce it between the cores on every item:
-    // false sharing, measured in chapter 6.
+    // false sharing (chapter 6 measures it on the pipeline's per-stage counters).
     alignas(kCacheLine) std::atomic<std::uint64_t> head_{0};  // written by the consumer
     std::uint64_t tail_cache_ = 0;                           // consumer's copy of tail_
     alignas(kCacheLine) std::atomic<std::uint64_t> tail_{0};  // written by the producer
     std::uint64_t head_cache_ = 0;                           // producer's copy of head_
     alignas(kCacheLine) const std::uint64_t mask_;
-    std::unique_ptr<T[]> slots_;
+
+    // The slots start on a cache line boundary (operator new with an alignment), so a
+    // 64-byte item fills exactly one line instead of straddling two.
+    struct AlignedDelete {
+        void operator()(T* p) const { ::operator delete[](p, std::align_val_t{kCacheLine}); }
+    };
+    static T* allocate(std::size_t n) {
+        T* p = static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{kCacheLine}));
+        std::uninitialized_value_construct_n(p, n);  // zeroed; trivial: nothing to destroy
+        return p;
+    }
+    std::unique_ptr<T[], AlignedDelete> slots_;
+
+public:
+    // Where the slots start (tests check the alignment).
+    const void* slots_address() const { return slots_.get(); }
 };
 // --8<-- [end:ring]
 

@@ -1,51 +1,89 @@
-"""A latency histogram in C++ (``native/histogram.hpp``): the same layout and percentile
-rule as ``naive/histogram.py``, recorded in C++ (one division and one increment)."""
+"""A latency histogram in C++ (``native/histogram.hpp``): the same log-linear layout,
+percentile rule and input rule as ``naive/histogram.py`` (the layout's constants are
+checked against ``twinmatch/pipeline_contract.py`` by tests/test_histogram.py)."""
 
 from __future__ import annotations
+
+from collections.abc import Iterable
 
 import numpy as np
 
 from optimized import _native
+from twinmatch.pipeline_contract import BUCKETS, check_latency, percentile_ppm
 
-__all__ = ["Histogram"]
+__all__ = ["BUCKETS", "Histogram", "bucket_highest", "bucket_lowest", "bucket_of"]
+
+
+def bucket_of(ns: int) -> int:
+    return int(_native.Histogram.bucket_of(check_latency(ns)))
+
+
+def bucket_lowest(i: int) -> int:
+    return int(_native.Histogram.bucket_lowest(i))
+
+
+def bucket_highest(i: int) -> int:
+    return int(_native.Histogram.bucket_highest(i))
 
 
 class Histogram:
-    """Bucket i counts values in [i * width_ns, (i + 1) * width_ns); the rest overflow."""
+    """Counts of latencies (ns) in log-linear buckets, plus the exact min, max and sum."""
 
-    def __init__(self, width_ns: int, buckets: int) -> None:
-        try:
-            self._h = _native.Histogram(width_ns, buckets)
-        except TypeError as e:  # a negative size does not convert to uint64
-            raise ValueError("histogram: width >= 1 ns, 1..2^26 buckets") from e
-        self.width_ns = width_ns
-        self.buckets = buckets
+    def __init__(self) -> None:
+        self._h = _native.Histogram()
 
     def record(self, ns: int) -> None:
-        self._h.record(ns)
+        self._h.record(check_latency(ns))  # the same refusal as the naive twin's
 
-    def record_many(self, values: np.ndarray) -> None:
-        """Record every value of an integer array (in C++, one pass)."""
-        self._h.record_many(np.ascontiguousarray(values, dtype=np.uint64))
+    def record_delta(self, start_ns: int, end_ns: int) -> None:
+        """Record end - start; an end before its start is recorded as 0 and counted."""
+        self._h.record_delta(check_latency(start_ns), check_latency(end_ns))
+
+    def record_many(self, values: Iterable[int] | np.ndarray) -> None:
+        """Record every value (in C++, one pass); if one is refused (ValueError naming it),
+        none is recorded."""
+        arr = np.asarray(values)
+        if arr.dtype.kind == "u" and arr.ndim == 1:
+            pass  # every unsigned integer is a latency
+        elif arr.dtype.kind == "i" and arr.ndim == 1:
+            if arr.size and arr.min() < 0:
+                check_latency(int(arr[np.argmax(arr < 0)]))  # raises, naming the first
+        else:  # floats, objects, big Python ints: the rule applied one value at a time
+            checked = [check_latency(v) for v in arr.ravel().tolist()]
+            arr = np.array(checked, dtype=np.uint64)
+        self._h.record_many(np.ascontiguousarray(arr, dtype=np.uint64))
 
     def percentile(self, p: float) -> int:
-        return int(self._h.percentile(p))
+        return int(self._h.percentile_ppm(percentile_ppm(p)))
+
+    def at_ppm(self, ppm: int) -> int:
+        if not 0 <= ppm <= 1_000_000:
+            raise ValueError(f"percentile must be 0..1,000,000 ppm, got {ppm}")
+        return int(self._h.percentile_ppm(ppm))
 
     @property
     def count(self) -> int:
         return int(self._h.count)
 
     @property
-    def overflow(self) -> int:
-        return int(self._h.overflow)
+    def negative(self) -> int:
+        return int(self._h.negative)
 
     @property
     def max(self) -> int:
         return int(self._h.max)
 
-    def counts(self) -> list[int]:
-        return list(self._h.counts())
+    @property
+    def min(self) -> int:
+        return int(self._h.min)
 
-    def summary(self) -> dict[str, float | int]:
-        out: dict[str, float | int] = self._h.summary()
+    @property
+    def sum(self) -> int:
+        return int(self._h.sum)
+
+    def counts(self) -> list[int]:
+        return [int(n) for n in self._h.counts()]
+
+    def summary(self) -> dict[str, float | int | str]:
+        out: dict[str, float | int | str] = self._h.summary()
         return out

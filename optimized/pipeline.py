@@ -2,17 +2,23 @@
 
 parser -> engine -> fill logger as C++ threads joined by lock-free single-producer
 single-consumer rings (``native/ring.hpp``), one event (64 bytes, one cache line) per
-hand-off. Where the threads run is chosen at run time from the CPUs this process may use
-(``os.sched_getaffinity``): with three or more, three threads pinned to distinct cores
-that spin while they wait; with fewer, parser and engine fused into one thread and the
-logger on its own (``placement="auto"``). ``placement`` and ``wait`` force a choice
-(``pinned``/``shared``/``fused``; ``spin``/``yield``), and the report says what ran.
+hand-off. Where the threads run is chosen when ``run`` starts, from the CPUs this process
+may use (``os.sched_getaffinity``) and which of them share a physical core (sysfs): with
+three or more distinct cores, three threads, each pinning itself to its own core (CPU 0's
+core last), that spin while they wait; with fewer, parser and engine fused into one
+thread and the logger on its own (``placement="auto"``). ``placement`` and ``wait`` force
+a choice (``pinned``/``shared``/``fused``; ``spin``/``yield``), and the report says what
+ran (``placement``, ``planned``, ``pinned``).
 
-``run`` releases the GIL for the whole run; ``stop()`` may be called from another thread.
+``run`` releases the GIL for the whole run (the C++ runs in a helper thread, so that the
+calling thread still sees Ctrl-C: it stops the parser, the stages drain, and
+:class:`~twinmatch.pipeline_contract.PipelineInterrupted` carries the report);
+``stop()`` may be called from any thread.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -20,6 +26,7 @@ from optimized import _native
 from optimized.itch import LENGTHS, tail_error
 from twinmatch.dtypes import ANOMALIES, REASONS
 from twinmatch.itch_errors import ITCH_REASONS, ItchError
+from twinmatch.pipeline_contract import PipelineInterrupted, check_capacity, join_interruptibly
 
 __all__ = ["PLACEMENTS", "POLICIES", "WAITS", "Pipeline"]
 
@@ -35,14 +42,19 @@ class Pipeline:
     def __init__(self, mode: str = "match", *, ring_capacity: int = 1024,
                  fill_capacity: int = 4096, policy: str = "lossless", logger_delay_ns: int = 0,
                  stop_after: int | None = None, placement: str = "auto", wait: str = "auto",
-                 hist_width_ns: int = 20, hist_buckets: int = 500_000) -> None:
+                 stage_lines: bool = True, fail_spawn: int = 0) -> None:
+        """``stage_lines=False``: the benchmark's variant with the stages' counters packed
+        together (false sharing). ``fail_spawn`` (tests): starting thread 1 (logger),
+        2 (engine) or 3 (parser) fails as if the system had no threads left."""
+        ring_capacity = check_capacity("ring_capacity", ring_capacity)  # before allocating
+        fill_capacity = check_capacity("fill_capacity", fill_capacity)
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
         self.policy = policy
-        self._p = _native.Pipeline(
+        cls = _native.Pipeline if stage_lines else _native.PackedPipeline
+        self._p = cls(
             mode, ring_capacity, fill_capacity, policy == "drop", logger_delay_ns,
-            NO_LIMIT if stop_after is None else stop_after, placement, wait,
-            hist_width_ns, hist_buckets)
+            NO_LIMIT if stop_after is None else stop_after, placement, wait, fail_spawn)
 
     def stop(self) -> None:
         """Any thread: the parser stops at its next record; everything parsed drains."""
@@ -59,13 +71,28 @@ class Pipeline:
         if fills is not None:
             fills.flush()  # what Python buffered goes first
             fd = fills.fileno()
-        self._p.run(data, fd)
+        failure: list[BaseException] = []
+
+        def work() -> None:
+            try:
+                self._p.run(data, fd)
+            except BaseException as e:  # noqa: BLE001 - re-raised below
+                failure.append(e)
+
+        worker = threading.Thread(target=work, name="pipeline-run")
+        worker.start()
+        interrupted = join_interruptibly([worker], self.stop)
+        if failure:
+            raise failure[0]
         report = self.report()
+        report["interrupted"] = interrupted
         if report.pop("write_errno"):
             raise OSError("fill logger: write failed")
         code = report.pop("error")
         error_type, length = report.pop("error_type"), report.pop("error_length")
         consumed = report["consumed"]
+        if interrupted:
+            raise PipelineInterrupted(report)
         if code:
             error = self._error(data, code, error_type, length, consumed)
             error.report = report  # type: ignore[attr-defined]

@@ -155,12 +155,18 @@ def replay_cmd(args: argparse.Namespace) -> int:
 
     if args.pipeline:
         from twinmatch import pipeline
+        from twinmatch.pipeline_contract import PipelineInterrupted
 
-        report = pipeline.replay_pipeline(args.file, args.impl, args.mode, args.fills,
-                                          policy=args.policy)
+        code = 0
+        try:
+            report = pipeline.replay_pipeline(args.file, args.impl, args.mode, args.fills,
+                                              policy=args.policy,
+                                              logger_delay_ns=args.logger_delay_ns)
+        except PipelineInterrupted as e:  # Ctrl-C: stopped, drained; report what was done
+            report, code = e.report, 130
         print(json.dumps(report, indent=2) if args.json else pipeline.format_report(report),
-              end="\n" if args.json else "")
-        return 0
+              end="\n" if args.json else "", flush=True)
+        return code
     from twinmatch.replay import format_report, replay
 
     result = replay(args.file, args.impl, args.mode, args.fills, args.books, progress=True)
@@ -252,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="parser -> engine -> fill logger threads (ITCH only): latency report")
     r.add_argument("--policy", choices=["lossless", "drop"], default="lossless",
                    help="--pipeline: when the fill logger falls behind, wait or drop (counted)")
+    r.add_argument("--logger-delay-ns", type=int, default=0, metavar="NS",
+                   help="--pipeline: simulate a slow disk, NS per fill logged (teaching, tests)")
     r.set_defaults(func=replay_cmd)
     c = sub.add_parser("compare", help="replay with both twins: identical results, speedup")
     c.add_argument("file", type=Path)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from twinmatch.itch_files import GZIP_MAGIC
+from twinmatch.pipeline_contract import PipelineInterrupted
 from twinmatch.replay import FILLS_HEADER, ReplayError, peak_rss_mb, sniff
 
 IMPLS: Final = ("naive", "optimized")
@@ -55,23 +56,33 @@ def load(path: str | Path, in_place: bool = False) -> bytes | mmap.mmap:
 # --8<-- [start:replay_pipeline]
 def replay_pipeline(path: str | Path, impl: str = "optimized", mode: str = "book",
                     fills_path: str | Path | None = None, **options: Any) -> dict[str, Any]:
-    """Run a file through ``impl``'s pipeline; returns its report (plus file, impl, mode)."""
+    """Run a file through ``impl``'s pipeline; returns its report (plus file, impl, mode).
+
+    Ctrl-C stops the parser; what was parsed drains; PipelineInterrupted carries the
+    completed report (``interrupted`` true).
+    """
     if impl not in IMPLS:
         raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
     start = time.perf_counter()
     data = load(path, in_place=impl == "optimized")  # the C++ parser reads the map in place
     load_seconds = time.perf_counter() - start
     pipe = importlib.import_module(f"{impl}.pipeline").Pipeline(mode, **options)
-    if fills_path is None:
-        report: dict[str, Any] = pipe.run(data)
-    else:
-        with open(fills_path, "w") as out:
-            out.write(FILLS_HEADER)
-            report = pipe.run(data, out)
+    interrupted: PipelineInterrupted | None = None
+    try:
+        if fills_path is None:
+            report: dict[str, Any] = pipe.run(data)
+        else:
+            with open(fills_path, "w") as out:
+                out.write(FILLS_HEADER)
+                report = pipe.run(data, out)
+    except PipelineInterrupted as e:
+        interrupted, report = e, e.report
     report.update(file=str(path), impl=impl, mode=mode, load_seconds=load_seconds,
                   bytes=len(data), peak_rss_mb=peak_rss_mb())
     report["messages"] = report["records"]
     report["messages_per_s"] = report["records"] / report["seconds"] if report["seconds"] else 0
+    if interrupted is not None:
+        raise interrupted
     return report
 # --8<-- [end:replay_pipeline]
 
@@ -86,18 +97,22 @@ def format_report(r: dict[str, Any]) -> str:
     w = out.write
     w(f"twinmatch replay --pipeline {r['file']} impl={r['impl']} mode={r['mode']}\n")
     w(f"placement: {r['placement']}; wait: {r['wait']}; usable cpus: "
-      f"{r['cpus'] or '(not used)'}; pinned to: {r['pinned'] or 'none'}\n")
+      f"{r['cpus'] or '(not used)'}; pinned to: {r['pinned'] or 'none'}"
+      " (parser, engine, logger)\n")
+    early = " (interrupted: stopped early, drained)" if r.get("interrupted") else (
+        " (stopped early)" if r["stopped"] else "")
     w(f"events: {r['records']:,} messages, {r['events']:,} events to the engine, "
-      f"{r['matched']:,} matched{' (stopped early)' if r['stopped'] else ''}\n")
+      f"{r['matched']:,} matched{early}\n")
     w(f"throughput: {r['messages_per_s']:,.0f} messages/s ({r['seconds']:.3f} s: parse + "
       f"match + log overlapped; excludes loading the file, {r['load_seconds']:.3f} s)\n")
-    w(f"latency (us, clock {r['clock']}; {r['e2e']['width_ns']:,} ns buckets, overflow past "
-      f"{_us(r['e2e']['width_ns'] * r['e2e']['buckets'])} us):\n")
-    w(f"  {'':<24}{'p50':>11}{'p90':>11}{'p99':>11}{'p99.9':>11}{'max':>12}{'overflow':>10}\n")
+    w(f"latency (us, clock {r['clock']}; {r['e2e']['layout']}: each percentile at most "
+      f"1/{r['e2e']['sub_buckets']} above the true value):\n")
+    w(f"  {'':<24}{'p50':>11}{'p90':>11}{'p99':>11}{'p99.9':>11}{'max':>12}{'negative':>10}\n")
     for key, label in (("parse", "parse (decode)"), ("e2e", "end to end (->matched)")):
         h = r[key]
         w(f"  {label:<24}" + "".join(f"{_us(h[p]):>11}" for p in ("p50", "p90", "p99", "p99.9"))
-          + f"{_us(h['max']):>12}{h['overflow']:>10,}\n")
+          + f"{_us(h['max']):>12}{h['negative']:>10,}\n")
+    w("  (negative: end stamp before start stamp, two cores' clocks apart; recorded as 0)\n")
     w(f"ring stalls: parser waited {r['parser_stalls']:,} times "
       f"({r['parser_stall_ns'] / 1e6:,.1f} ms, event ring full); engine waited "
       f"{r['engine_stalls']:,} times ({r['engine_stall_ns'] / 1e6:,.1f} ms, fill ring full)\n")
