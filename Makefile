@@ -114,13 +114,17 @@ sanitize: $(ASAN_VENV)/.installed sanitize-threads
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 TWINMATCH_SANITIZED=1 \
 	  $(ASAN_VENV)/bin/python -m pytest -q -p no:cacheprovider -x $(SANITIZE_TESTS)
 
-# The SPSC ring (native/ring.hpp) under ThreadSanitizer: a standalone two-thread stress
-# program (tests/native/ring_stress.cpp), 2M items through a 64-slot ring.
+# ThreadSanitizer over the SPSC ring (native/ring.hpp: tests/native/ring_stress.cpp, 2M
+# items through a 64-slot ring) and over the whole pipeline (native/pipeline.hpp:
+# tests/native/pipeline_stress.cpp, a generated order-flow feed through every placement,
+# both policies, a stop and failed thread starts, with tiny rings). Each run is bounded.
+TSAN_CXX := g++ -std=c++20 -O1 -g -fsanitize=thread -I native
 sanitize-threads:
 	mkdir -p build/tsan
-	g++ -std=c++20 -O1 -g -fsanitize=thread -I native tests/native/ring_stress.cpp \
-	  -o build/tsan/ring_stress
-	TSAN_OPTIONS=halt_on_error=1 build/tsan/ring_stress 2000000 64
+	$(TSAN_CXX) tests/native/ring_stress.cpp -o build/tsan/ring_stress
+	$(TSAN_CXX) tests/native/pipeline_stress.cpp -o build/tsan/pipeline_stress
+	TSAN_OPTIONS=halt_on_error=1 timeout 300 build/tsan/ring_stress 2000000 64
+	TSAN_OPTIONS=halt_on_error=1 timeout 600 build/tsan/pipeline_stress 20000
 
 # Longer coverage-guided fuzzing of both twins' decoders (atheris), 2 minutes per target.
 FUZZ_SECONDS ?= 120

@@ -114,7 +114,9 @@ class Histogram:
         out: dict[str, float | int | str] = {
             "count": self.count, "layout": LAYOUT, "sub_buckets": SUB_BUCKETS,
             "min": self.min, "max": self.max,
-            "mean": self.sum / self.count if self.count else 0.0, "negative": self.negative,
+            # The sum rounded to a float, then divided: what the C++ twin computes too.
+            "mean": float(self.sum) / self.count if self.count else 0.0,
+            "negative": self.negative,
         }
         for name, ppm in PERCENTILES:
             out[name] = self.at_ppm(ppm)

@@ -39,7 +39,7 @@ from twinmatch.itch_errors import ItchError
 from twinmatch.pipeline_contract import (
     PipelineInterrupted,
     check_capacity,
-    join_interruptibly,
+    run_threads,
     type_key,
 )
 
@@ -252,15 +252,14 @@ class Pipeline:
         the report as ``.report``.
         """
         start = time.perf_counter()
-        threads = [
-            threading.Thread(target=self._guarded, args=(self._parser, data), name="parser"),
-            threading.Thread(target=self._guarded, args=(self._engine,), name="engine"),
-            threading.Thread(target=self._guarded, args=(self._logger, fills), name="logger"),
+        stages = [
+            ("parser", lambda: self._guarded(self._parser, data)),
+            ("engine", lambda: self._guarded(self._engine)),
+            ("logger", lambda: self._guarded(self._logger, fills)),
         ]
-        for t in threads:
-            t.start()
-        # Ctrl-C while joining stops the parser; the stages drain, then we report.
-        interrupted = join_interruptibly(threads, self.stop)
+        # One thread each. Ctrl-C meanwhile stops the parser; the stages drain, then we
+        # report (twinmatch/pipeline_contract.py).
+        interrupted = run_threads(stages, self.stop, abort=self._abort.set)
         seconds = time.perf_counter() - start
         if self._failure is not None:
             raise self._failure

@@ -51,7 +51,7 @@ public:
         ++count_;
         max_ = std::max(max_, ns);
         min_ = std::min(min_, ns);
-        sum_ += ns;  // wraps only after 584 years of summed latency
+        sum_ += ns;  // 128 bits: a sum of uint64 values cannot wrap
     }
 
     // end - start; an end before its start (two cores' TSCs a few ticks apart) is
@@ -98,12 +98,15 @@ public:
     std::uint64_t negative() const { return negative_; }
     std::uint64_t max() const { return max_; }
     std::uint64_t min() const { return count_ ? min_ : 0; }
-    std::uint64_t sum() const { return sum_; }
+    unsigned __int128 sum() const { return sum_; }
+    // The mean as both twins compute it: the sum rounded to a double, divided by count.
+    double mean() const { return count_ ? static_cast<double>(sum_) / double(count_) : 0.0; }
     const std::array<std::uint64_t, kHistBuckets>& counts() const { return counts_; }
 
 private:
     std::array<std::uint64_t, kHistBuckets> counts_{};
-    std::uint64_t count_ = 0, max_ = 0, sum_ = 0, negative_ = 0;
+    std::uint64_t count_ = 0, max_ = 0, negative_ = 0;
+    unsigned __int128 sum_ = 0;
     std::uint64_t min_ = std::numeric_limits<std::uint64_t>::max();
 };
 

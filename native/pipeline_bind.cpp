@@ -2,6 +2,7 @@
 // optimized/histogram.py are their documented faces).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -79,7 +80,7 @@ nb::dict hist_summary(const Histogram& h) {
     d["sub_buckets"] = kSubBuckets;
     d["min"] = h.min();
     d["max"] = h.max();
-    d["mean"] = h.count() ? double(h.sum()) / double(h.count()) : 0.0;
+    d["mean"] = h.mean();
     d["negative"] = h.negative();
     for (auto [name, ppm] : {std::pair{"p50", 500'000u}, {"p90", 900'000u}, {"p99", 990'000u},
                              {"p99.9", 999'000u}})
@@ -300,7 +301,13 @@ void register_pipeline(nb::module_& m) {
         .def_prop_ro("negative", &Histogram::negative)
         .def_prop_ro("max", &Histogram::max)
         .def_prop_ro("min", &Histogram::min)
-        .def_prop_ro("sum", &Histogram::sum)
+        .def_prop_ro("sum_parts",
+                     [](const Histogram& h) {
+                         return std::pair<std::uint64_t, std::uint64_t>(
+                             static_cast<std::uint64_t>(h.sum() >> 64),
+                             static_cast<std::uint64_t>(h.sum()));
+                     },
+                     "The 128-bit sum as (high, low) 64-bit halves.")
         .def("counts", [](const Histogram& h) {
             return std::vector<std::uint64_t>(h.counts().begin(), h.counts().end());
         });

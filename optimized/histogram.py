@@ -79,7 +79,8 @@ class Histogram:
 
     @property
     def sum(self) -> int:
-        return int(self._h.sum)
+        high, low = self._h.sum_parts
+        return (int(high) << 64) | int(low)
 
     def counts(self) -> list[int]:
         return [int(n) for n in self._h.counts()]

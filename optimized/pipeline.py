@@ -18,7 +18,6 @@ calling thread still sees Ctrl-C: it stops the parser, the stages drain, and
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import IO, Any, Final
 
@@ -26,7 +25,7 @@ from optimized import _native
 from optimized.itch import LENGTHS, tail_error
 from twinmatch.dtypes import ANOMALIES, REASONS
 from twinmatch.itch_errors import ITCH_REASONS, ItchError
-from twinmatch.pipeline_contract import PipelineInterrupted, check_capacity, join_interruptibly
+from twinmatch.pipeline_contract import PipelineInterrupted, check_capacity, run_threads
 
 __all__ = ["PLACEMENTS", "POLICIES", "WAITS", "Pipeline"]
 
@@ -79,9 +78,7 @@ class Pipeline:
             except BaseException as e:  # noqa: BLE001 - re-raised below
                 failure.append(e)
 
-        worker = threading.Thread(target=work, name="pipeline-run")
-        worker.start()
-        interrupted = join_interruptibly([worker], self.stop)
+        interrupted = run_threads([("pipeline-run", work)], self.stop)
         if failure:
             raise failure[0]
         report = self.report()

@@ -7,13 +7,19 @@ from __future__ import annotations
 
 import importlib
 import io
+import os
+import signal
+import subprocess
+import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from optimized import _native
 from twinmatch.gen import market_day_bytes, write_itch_flow
 from twinmatch.itch_errors import ItchError
 from twinmatch.replay import FILLS_HEADER, new_market, write_fills
@@ -84,12 +90,17 @@ def test_every_placement_gives_the_same_fills(flow: bytes, tmp_path: Path, place
                           fill_capacity=64).run(flow, out)
     assert (tmp_path / "f.csv").read_text() == single_threaded(flow, "match")
     cpus = _cpus()
-    if placement == "pinned" and len(cpus) < 3:  # not enough cores: falls back, says so
+    plan = _native.choose_cpus(cpus, [_native.core_key(c) for c in cpus], 3)
+    if placement == "pinned" and not plan:  # fewer than 3 physical cores: falls back, says so
         assert report["placement"] == "shared" and report["pinned"] == []
     if placement == "auto":
-        want = "pinned" if len(cpus) >= 3 else "fused"
+        want = "pinned" if plan else "fused"
         assert report["placement"] == want
         assert report["wait"] == ("spin" if want == "pinned" else "spin-then-yield")
+    if report["placement"] == "pinned":  # each stage pinned itself where the plan said
+        assert report["planned"] == plan and report["pinned"] == plan
+    else:
+        assert report["planned"] == [] and report["pinned"] == []
     assert report["cpus"] == cpus
 
 
@@ -97,6 +108,85 @@ def _cpus() -> list[int]:
     import os
 
     return sorted(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("cpus,cores,want", [
+    # 4 cores x 2 SMT threads, Linux numbering (siblings i and i+4): distinct cores, CPU 0 last
+    (list(range(8)), [0, 1, 2, 3, 0, 1, 2, 3], [1, 2, 3]),
+    # 2 cores x 2 threads: only two physical cores, so no pinned plan at all
+    ([0, 1, 2, 3], [0, 1, 0, 1], []),
+    # 3 cores, one of them CPU 0's: its sibling 3 instead of CPU 0 itself, and last
+    ([0, 1, 2, 3], [0, 1, 2, 0], [1, 2, 3]),
+    # 3 single-thread cores including CPU 0: CPU 0 is used, but last
+    ([0, 1, 2], [0, 1, 2], [1, 2, 0]),
+    # taskset to CPUs 4-6 of that 8-thread machine
+    ([4, 5, 6], [0, 1, 2], [4, 5, 6]),
+    ([0, 1], [0, 1], []),
+    ([5], [1], []),
+    # unknown topology (each CPU its own core, as core_key says when sysfs is missing)
+    ([0, 1, 2, 3], [-1, -2, -3, -4], [1, 2, 3]),
+])
+def test_placement_prefers_distinct_physical_cores(cpus: list[int], cores: list[int],
+                                                   want: list[int]) -> None:
+    assert _native.choose_cpus(cpus, cores, 3) == want
+
+
+def test_core_keys_group_smt_siblings() -> None:
+    from pathlib import Path as P
+
+    for cpu in _cpus():
+        sib = P(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")
+        if not sib.exists():
+            continue
+        for part in sib.read_text().strip().split(","):
+            lo, _, hi = part.partition("-")
+            for other in range(int(lo), int(hi or lo) + 1):
+                assert _native.core_key(other) == _native.core_key(cpu)
+
+
+def test_a_thread_that_fails_to_start_is_an_exception_not_a_terminate() -> None:
+    # In a subprocess: before the fix, std::terminate would have killed pytest itself.
+    code = (
+        "from optimized.pipeline import Pipeline\n"
+        "from twinmatch.gen import market_day_bytes\n"
+        "raw, _ = market_day_bytes(2_000, 5, seed=1)\n"
+        "for placement in ('shared', 'fused'):\n"
+        "    for which in (1, 2, 3):\n"
+        "        try:\n"
+        "            Pipeline('match', placement=placement, fail_spawn=which).run(raw)\n"
+        "        except RuntimeError as e:\n"
+        "            assert 'cannot start a thread' in str(e), e\n"
+        "        else:\n"
+        "            assert placement == 'fused' and which == 2, (placement, which)\n"
+        "print('ok')\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]
+
+
+def test_packed_counters_variant_gives_the_same_fills(flow: bytes, tmp_path: Path) -> None:
+    from optimized.pipeline import Pipeline
+
+    with open(tmp_path / "f.csv", "w") as out:
+        out.write(HEADER)
+        report = Pipeline("match", placement="shared", stage_lines=False).run(flow, out)
+    assert report["stage_lines"] is False
+    assert (tmp_path / "f.csv").read_text() == single_threaded(flow, "match")
+
+
+def test_type_bytes_that_are_not_printable_ascii_are_counted_alike(flow: bytes) -> None:
+    from naive.pipeline import Pipeline as Naive
+    from optimized.pipeline import Pipeline as Fast
+
+    # Unknown types are counted and skipped: 0x80, 0xff, 0x00, 0x7f and a space.
+    odd = b"".join(len(body).to_bytes(2, "big") + body for body in
+                   (b"\x80ab", b"\xff", b"\x00", b"\x00zz", b"\x7f", b" x"))
+    data = flow + odd
+    a, b = Naive("match").run(data), Fast("match").run(data)
+    assert a["by_type"] == b["by_type"]
+    for key, n in (("\\x80", 1), ("\\xff", 1), ("\\x00", 2), ("\\x7f", 1), (" ", 1)):
+        assert a["by_type"][key] == n, key
+    assert a["records"] == b["records"] and a["consumed"] == b["consumed"] == len(data)
 
 
 def test_slow_logger_lossless_loses_nothing(pipe_impl: Any, flow: bytes,
@@ -260,3 +350,77 @@ def test_cli_replay_pipeline(flow: bytes, tmp_path: Path, capsys: pytest.Capture
     report = json.loads(capsys.readouterr().out)
     assert report["fills_logged"] + report["fills_dropped"] == report["fills_produced"]
     assert report["impl"] == "naive" and report["policy"] == "drop"
+
+
+@pytest.fixture(scope="module")
+def big_flow(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An order flow whose fills take far longer to log than the test waits (with the
+    CLI's simulated slow disk), so that Ctrl-C lands mid-run for both twins."""
+    path = tmp_path_factory.mktemp("sigint") / "flow.itch"
+    write_itch_flow(path, 400_000, symbols=50, seed=3)
+    return path
+
+
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize("impl", IMPLS)
+def test_ctrl_c_stops_drains_and_reports(impl: str, big_flow: Path, tmp_path: Path) -> None:
+    import json
+
+    fills = tmp_path / "f.csv"
+    cmd = [sys.executable, "-m", "twinmatch", "replay", str(big_flow), "--pipeline",
+           "--mode", "match", "--impl", impl, "--fills", str(fills), "--json",
+           "--logger-delay-ns", "200000"]  # 0.2 ms per fill: minutes for the whole file
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not fills.exists() and time.monotonic() < deadline:  # opened just before run
+            time.sleep(0.05)
+        assert fills.exists(), "the replay never started"
+        time.sleep(0.5)  # well inside the run
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        waited = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err[-2000:]
+    assert waited < 5, waited  # generous: the drain is bounded by the rings' contents
+    report = json.loads(out)
+    assert report["interrupted"] and report["stopped"]
+    data = big_flow.read_bytes()
+    assert 0 < report["consumed"] < len(data)
+    assert report["matched"] == report["events"]
+    assert report["fills_logged"] == report["fills_produced"]
+    # What was parsed was matched and logged, exactly as a run over just that prefix.
+    assert fills.read_text() == single_threaded(data[:report["consumed"]], "match")
+
+
+def _tsan_pipeline(tmp_path: Path) -> Path:
+    import shutil
+
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ not found: cannot build the ThreadSanitizer pipeline stress")
+    root = Path(__file__).resolve().parent.parent
+    exe = tmp_path / "pipeline_stress_tsan"
+    cmd = [gxx, "-std=c++20", "-O1", "-g", "-fsanitize=thread", "-I", str(root / "native"),
+           str(root / "tests" / "native" / "pipeline_stress.cpp"), "-o", str(exe)]
+    built = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if built.returncode != 0:
+        pytest.skip(f"g++ cannot build with -fsanitize=thread here: {built.stderr[-300:]}")
+    return exe
+
+
+@pytest.mark.timeout(900)
+def test_whole_pipeline_under_thread_sanitizer(tmp_path: Path) -> None:
+    exe = _tsan_pipeline(tmp_path)
+    env = {"TSAN_OPTIONS": "halt_on_error=1 exitcode=66", "PATH": os.environ.get("PATH", "")}
+    run = subprocess.run([str(exe), "20000"], capture_output=True, text=True, timeout=600,
+                         env=env)
+    if run.returncode != 0 and "FATAL: ThreadSanitizer" in run.stderr:
+        pytest.skip(f"ThreadSanitizer cannot run here: {run.stderr[-300:]}")
+    assert "WARNING: ThreadSanitizer" not in run.stderr, run.stderr[-3000:]
+    assert run.returncode == 0, run.stdout + run.stderr[-2000:]
+    assert "all checks passed" in run.stdout

@@ -8,7 +8,7 @@
 * The one rule for ring and queue capacities (:func:`check_capacity`), checked before
   anything is allocated.
 * How a message type byte is spelled in a report (:func:`type_key`).
-* How a run ends on Ctrl-C (:func:`join_interruptibly`, :class:`PipelineInterrupted`).
+* How a run ends on Ctrl-C (:func:`run_threads`, :class:`PipelineInterrupted`).
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from __future__ import annotations
 import math
 import operator
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 __all__ = ["BUCKETS", "MAX_LATENCY", "PERCENTILES", "RING_CAPACITY_MAX", "SUB_BUCKETS",
            "SUB_BUCKET_BITS", "PipelineInterrupted", "check_capacity", "check_latency",
-           "join_interruptibly", "percentile_ppm", "type_key"]
+           "run_threads", "percentile_ppm", "type_key"]
 
 # --8<-- [start:layout]
 # Values below 2 * SUB_BUCKETS (64 ns) get one bucket each (exact). Above, each power of
@@ -104,21 +104,54 @@ class PipelineInterrupted(KeyboardInterrupt):
 
 
 # --8<-- [start:join]
-def join_interruptibly(threads: Iterable[threading.Thread], stop: Callable[[], None]) -> bool:
-    """Join the threads; a KeyboardInterrupt (SIGINT) meanwhile calls ``stop()`` and keeps
-    joining, so the stages drain. True if that happened.
+def run_threads(targets: Sequence[tuple[str, Callable[[], None]]], stop: Callable[[], None],
+                abort: Callable[[], None] | None = None) -> bool:
+    """One thread per (name, function); returns when all have finished. A Ctrl-C
+    (KeyboardInterrupt) meanwhile calls ``stop()`` and keeps waiting, so the stages drain;
+    returns True if that happened. If a thread cannot be started, ``abort()`` (else
+    ``stop()``) ends the ones already running, and the error is raised once they have.
 
     Python runs signal handlers in the main thread only, between bytecodes: a main thread
-    blocked in one long join (or in C++ that holds no GIL) would see Ctrl-C only at the
-    end. Short timed joins (JOIN_WAIT_S) let it see the signal at once.
+    blocked in one long wait (or in C++ that holds no GIL) sees Ctrl-C only at the end.
+    Short timed waits on an Event (JOIN_WAIT_S) see it at once. (Not Thread.join: in
+    Python < 3.13 a join interrupted by Ctrl-C can mark a running thread as finished.)
     """
-    interrupted = False
-    for t in threads:
-        while t.is_alive():
+    lock = threading.Lock()
+    left = [len(targets)]
+    done = threading.Event()
+
+    def finishing(f: Callable[[], None]) -> Callable[[], None]:
+        def body() -> None:
             try:
-                t.join(JOIN_WAIT_S)
-            except KeyboardInterrupt:
-                interrupted = True
-                stop()
+                f()
+            finally:
+                with lock:
+                    left[0] -= 1
+                    if left[0] == 0:
+                        done.set()
+        return body
+
+    threads = [threading.Thread(target=finishing(f), name=name) for name, f in targets]
+    interrupted = False
+    try:
+        for t in threads:
+            t.start()
+    except BaseException:
+        (abort or stop)()
+        with lock:
+            left[0] -= sum(1 for t in threads if t.ident is None)  # never started
+            if left[0] == 0:
+                done.set()
+        done.wait()
+        raise
+    while True:
+        try:
+            if done.wait(JOIN_WAIT_S):
+                break
+        except KeyboardInterrupt:
+            interrupted = True
+            stop()
+    for t in threads:
+        t.join()  # every body has returned: this waits only for the thread's last steps
     return interrupted
 # --8<-- [end:join]
