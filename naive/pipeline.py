@@ -11,11 +11,12 @@
   default ``lossless`` policy the engine waits when the fill queue is full (and the time
   it waited is reported); with ``drop`` it never waits, and counts what it dropped.
 
-Queue items are batches because each hand-off through a ``queue.Queue`` costs microseconds
-(a lock, a condition variable, and a trip through the GIL); the C++ twin hands over one
-event at a time. Shutdown is a ``None`` passed down the line: each stage finishes what its
-queue holds, passes the ``None`` on, and stops, so nothing is lost. Every wait has a
-timeout and watches an abort flag, so a failing stage can never leave another one waiting.
+Queue items are batches because each hand-off through a ``queue.Queue`` takes a lock, a
+condition variable and often a trip through the GIL: a batch pays that once for many
+events. The C++ twin hands over one event at a time. Shutdown is a ``None`` passed down
+the line: each stage finishes what its queue holds, passes the ``None`` on, and stops, so
+nothing is lost. Every wait has a timeout and watches an abort flag, so a failing stage
+can never leave another one waiting; Ctrl-C stops the parser, and the rest drains.
 
 The GIL lets one thread run Python at a time: three threads here do not run three times
 as fast as one; chapter 6 measures what they cost.

@@ -131,12 +131,12 @@ inline bool pin_self(int cpu) {
 
 // --8<-- [start:now_ns]
 inline std::uint64_t steady_ns() {
-    // steady_clock: monotonic, read through the vDSO (~20 ns, no system call).
+    // steady_clock: monotonic, read through the vDSO (no system call).
     return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
         std::chrono::steady_clock::now().time_since_epoch()).count());
 }
 
-// The TSC counts CPU reference cycles; one rdtsc instruction (a few ns) reads it. It is a
+// The TSC counts CPU reference cycles; one rdtsc instruction reads it. It is a
 // clock only where it is invariant: it ticks at one rate whatever the core's frequency or
 // sleep state (cpuid leaf 0x80000007, EDX bit 8; Linux shows it as constant_tsc +
 // nonstop_tsc). Anywhere else (or off x86) the stamps come from steady_clock.
@@ -152,7 +152,7 @@ inline bool tsc_invariant() {
 }
 
 // Stamps in nanoseconds. With an invariant TSC: ticks since a base, scaled by ns per tick
-// as a 32.32 fixed-point multiplier measured against steady_clock, so a stamp costs one
+// as a 32.32 fixed-point multiplier calibrated against steady_clock, so a stamp is one
 // rdtsc and one multiply instead of a vDSO call.
 struct TscScale {
     std::uint64_t mult = 0, base_tsc = 0, base_ns = 0;  // mult 0: no usable TSC
@@ -162,7 +162,8 @@ inline TscScale calibrate_tsc() {
     TscScale k;
 #if defined(__x86_64__)
     if (!tsc_invariant()) return k;
-    // ~2 ms: long enough that the two clocks' read costs (tens of ns) are < 0.01% of it.
+    // 2 ms of reading both clocks: long enough that the time one read of each takes is a
+    // tiny fraction of the interval being compared.
     const std::uint64_t s0 = steady_ns(), t0 = __rdtsc();
     std::uint64_t s1 = s0, t1 = t0;
     while (s1 - s0 < 2'000'000) {
@@ -272,6 +273,7 @@ struct PipelineStats {
     std::array<std::uint64_t, 256> by_type{};
 };
 
+// --8<-- [start:stage_counters]
 // Each stage's counters. kStageLines = true (the pipeline): each struct starts on its own
 // cache line, so a stage's increments never take a line away from another core. false:
 // the same structs packed one after another (the engine's and the parser's per-event
@@ -297,6 +299,7 @@ struct alignas(kCacheLine) StageCounters {
 };
 static_assert(sizeof(StageCounters<true>) == 3 * kCacheLine, "one line per stage");
 static_assert(offsetof(StageCounters<false>, parser) < kCacheLine, "packed: parser on line 0");
+// --8<-- [end:stage_counters]
 
 template <bool kStageLines = true>
 class BasicPipeline {

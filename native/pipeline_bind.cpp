@@ -132,7 +132,7 @@ void bind_pipeline(nb::module_& m, const char* name) {
     using Bound = BoundPipeline<kStageLines>;
     nb::class_<Bound>(m, name,
                       kStageLines ? "parser -> engine -> logger (native/pipeline.hpp)."
-                                  : "The same pipeline with the stages' counters packed "
+                                  : "The same pipeline with the stages' counters packed\n"
                                     "together (the false-sharing benchmark's variant).")
         .def(
             "__init__",
@@ -257,8 +257,8 @@ void register_pipeline(nb::module_& m) {
     m.attr("HIST_BUCKETS") = kHistBuckets;
     m.attr("RING_CAPACITY_MAX") = kRingCapacityMax;
     m.def("choose_cpus", &choose_cpus, "cpus"_a, "cores"_a, "want"_a,
-          "One CPU on each of `want` distinct physical cores (cores[i]: cpus[i]'s core), "
-          "CPU 0's core last; [] if there are fewer cores.");
+          "One CPU on each of `want` distinct physical cores (cores[i]: cpus[i]'s\n"
+          "core), CPU 0's core last; [] if there are fewer cores.");
     m.def("core_key", &core_key, "cpu"_a, "The physical core of a CPU, from sysfs.");
     m.def(
         "ring_slots_offset",

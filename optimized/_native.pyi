@@ -3,7 +3,7 @@
 import enum
 import types
 import typing
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Annotated, Any
 
 import numpy
@@ -387,11 +387,30 @@ def ring_stress(items: int, capacity: int, wait: str = "yield") -> tuple[int, bo
     Pass `items` numbers through an SpscRing between two threads: (received, in_order, seconds).
     """
 
-class Histogram:
-    """Fixed-width latency buckets (native/histogram.hpp)."""
+HIST_SUB_BUCKET_BITS: int = 5
 
-    def __init__(self, width_ns: int, buckets: int) -> None: ...
+HIST_BUCKETS: int = 1920
+
+RING_CAPACITY_MAX: int = 16777216
+
+def choose_cpus(cpus: Sequence[int], cores: Sequence[int], want: int) -> list[int]:
+    """
+    One CPU on each of `want` distinct physical cores (cores[i]: cpus[i]'s
+    core), CPU 0's core last; [] if there are fewer cores.
+    """
+
+def core_key(cpu: int) -> int:
+    """The physical core of a CPU, from sysfs."""
+
+def ring_slots_offset(capacity: int) -> int:
+    """Where a new ring's slots start, modulo 64 bytes (0: line aligned)."""
+
+class Histogram:
+    """Log-linear latency buckets (native/histogram.hpp)."""
+
+    def __init__(self) -> None: ...
     def record(self, ns: int) -> None: ...
+    def record_delta(self, start: int, end: int) -> None: ...
     def record_many(
         self,
         values: Annotated[
@@ -400,20 +419,28 @@ class Histogram:
     ) -> None:
         """Record every value of a uint64 array."""
 
-    def percentile(self, p: float) -> int: ...
+    def percentile_ppm(self, ppm: int) -> int: ...
     def summary(self) -> dict[str, Any]:
-        """count, layout, overflow, min, max, mean and p50 p90 p99 p99.9 (ns)."""
+        """count, layout, min, max, mean, negative and p50 p90 p99 p99.9 (ns)."""
 
-    @property
-    def width_ns(self) -> int: ...
-    @property
-    def buckets(self) -> int: ...
+    @staticmethod
+    def bucket_of(ns: int) -> int: ...
+    @staticmethod
+    def bucket_lowest(i: int) -> int: ...
+    @staticmethod
+    def bucket_highest(i: int) -> int: ...
     @property
     def count(self) -> int: ...
     @property
-    def overflow(self) -> int: ...
+    def negative(self) -> int: ...
     @property
     def max(self) -> int: ...
+    @property
+    def min(self) -> int: ...
+    @property
+    def sum_parts(self) -> tuple[int, int]:
+        """The 128-bit sum as (high, low) 64-bit halves."""
+
     def counts(self) -> list[int]: ...
 
 class Pipeline:
@@ -429,8 +456,41 @@ class Pipeline:
         stop_after: int,
         placement: str,
         wait: str,
-        hist_width_ns: int,
-        hist_buckets: int,
+        fail_spawn: int = 0,
+    ) -> None: ...
+    def run(self, buffer: object, fd: int) -> None:
+        """
+        Run a bytes-like ITCH buffer through the stages (GIL released); fd -1 discards.
+        """
+
+    def stop(self) -> None:
+        """Stop parsing at the next record (any thread); the rest still drains."""
+
+    def stats(self) -> dict[str, Any]:
+        """
+        Counts, stalls, drops, histograms' summaries and the placement, after run().
+        """
+
+    def hist_counts(self, which: str) -> list[int]:
+        """The bucket counts of one histogram ('parse' or 'e2e')."""
+
+class PackedPipeline:
+    """
+    The same pipeline with the stages' counters packed
+    together (the false-sharing benchmark's variant).
+    """
+
+    def __init__(
+        self,
+        mode: str,
+        ring_capacity: int,
+        fill_capacity: int,
+        drop_fills: bool,
+        logger_delay_ns: int,
+        stop_after: int,
+        placement: str,
+        wait: str,
+        fail_spawn: int = 0,
     ) -> None: ...
     def run(self, buffer: object, fd: int) -> None:
         """

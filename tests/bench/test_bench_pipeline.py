@@ -87,3 +87,37 @@ def test_bench_pipeline(benchmark: Any, impl: str, workload: str, feed: dict[str
 
     rounds = 1 if impl.startswith("naive") else 3
     benchmark.pedantic(run, rounds=rounds, iterations=1, warmup_rounds=0)
+
+
+# --8<-- [start:sharing]
+# False sharing, measured: the same pipeline compiled twice (native/pipeline.hpp's
+# BasicPipeline<kStageLines>), once with each stage's counters on its own cache line and
+# once with them packed together, the parser's and the engine's per-event counters on one
+# line. Three threads (pinned where there are three physical cores, else shared), so the
+# counters are written from different cores at once.
+SHARING = {"per-stage-lines": True, "packed-counters": False}
+
+
+@pytest.mark.benchmark(group="pipeline-sharing")
+@pytest.mark.parametrize("workload", ["match"])
+@pytest.mark.parametrize("impl", list(SHARING))
+def test_bench_stage_counters(benchmark: Any, impl: str, workload: str,
+                              feed: dict[str, Path]) -> None:
+    out = feed["dir"] / f"{impl}.csv"
+    options = {"placement": "pinned", "stage_lines": SHARING[impl]}
+    replay_pipeline(feed["prefix"], "optimized", "match", out, **options)
+    assert out.read_bytes() == feed["want"].read_bytes()  # the same fills as naive
+    messages = N + 6 + 2 * SYMBOLS
+    benchmark.extra_info.update(
+        ops=messages, messages=messages, workload=workload, impl=impl,
+        cpus=len(os.sched_getaffinity(0)),
+        includes="read file into memory, then 3 C++ threads (pinned, or shared on fewer "
+                 "than 3 physical cores): parse + match + write fills CSV; counters "
+                 + ("one line per stage" if SHARING[impl] else "packed on one line"))
+
+    def run() -> int:
+        report = replay_pipeline(feed["flow"], "optimized", "match", out, **options)
+        return int(report["fills_logged"])
+
+    benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
+# --8<-- [end:sharing]
