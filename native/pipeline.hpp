@@ -697,7 +697,9 @@ void BasicPipeline<kStageLines>::run(const std::uint8_t* buf, std::size_t n, int
             throw;  // the jthreads above are joined on the way out
         }
     }  // joined here
-    st_.seconds_ns = clock_.now_ns() - t0;
+    // This thread may have moved between cores too (the engine has finished: its counter
+    // is ours now).
+    st_.seconds_ns = since(t0, clock_.now_ns(), engine_backwards_);
     collect();
     if (error_) std::rethrow_exception(error_);
 }

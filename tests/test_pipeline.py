@@ -276,8 +276,14 @@ def test_twins_report_the_same_counts(flow: bytes, tmp_path: Path) -> None:
     a = Naive("match").run(flow)
     b = Fast("match").run(flow)
     for key in ("records", "events", "matched", "fills_produced", "fills_logged", "by_type",
-                "anomalies", "rejects", "volume", "live_orders", "books", "consumed"):
+                "anomalies", "rejects", "volume", "live_orders", "books", "consumed",
+                "interrupted", "stopped"):
         assert a[key] == b[key], key
+    for hist in ("parse", "e2e"):  # one histogram layout, so the two reports compare
+        assert a[hist]["layout"] == b[hist]["layout"]
+        assert a[hist]["sub_buckets"] == b[hist]["sub_buckets"] == 32
+        assert a[hist]["count"] == b[hist]["count"] == a["events"]
+        assert set(a[hist]) == set(b[hist])
 
 
 def test_bad_options(pipe_impl: Any) -> None:
