@@ -251,8 +251,8 @@ class Pipeline:
         Fills CSV rows (no header) go to ``fills``. Bad input raises ItchError *after*
         everything before the bad record has been matched and logged; the error carries
         the report as ``.report``.
-        Ctrl-C
-        stops the parser, the rest drains, and PipelineInterrupted carries the report.
+        Ctrl-C stops the parser, the rest drains, and PipelineInterrupted carries the
+        report.
         """
         start = time.perf_counter()
         stages = [

@@ -65,8 +65,8 @@ class Pipeline:
         Fills CSV rows (no header) are appended to ``fills``, a real file (the C++ logger
         writes to its descriptor). Bad input raises ItchError *after* everything before
         the bad record has been matched and logged; the error carries ``.report``.
-        Ctrl-C
-        stops the parser, the rest drains, and PipelineInterrupted carries the report.
+        Ctrl-C stops the parser, the rest drains, and PipelineInterrupted carries the
+        report.
         """
         fd = -1
         if fills is not None:
