@@ -107,11 +107,6 @@ ANOMALY_CASES = {
                     {"over_cancel": 1}),
     "delete_twice": ([ev("A", ref=1, shares=10, price=100), ev("D", ref=1), ev("D", ref=1)],
                      {"unknown_ref": 1}),
-    "crossed_add": ([ev("A", ref=1, side="S", shares=10, price=100),
-                     ev("A", ref=2, side="B", shares=5, price=100)], {"crossed": 1}),
-    "crossed_replace": ([ev("A", ref=1, side="S", shares=10, price=100),
-                         ev("A", ref=2, side="B", shares=5, price=90),
-                         ev("U", ref=2, new_ref=3, shares=5, price=101)], {"crossed": 1}),
     "duplicate_across_books": ([ev("A", locate=1, ref=1, shares=10, price=100),
                                 ev("A", locate=2, ref=1, shares=10, price=100)],
                                {"duplicate_ref": 1}),
@@ -135,18 +130,89 @@ def test_anomalies_counted_identically(market_impl: Any, case: str) -> None:
 def test_anomaly_changes_nothing(market_impl: Any) -> None:
     m = market_impl.Market("book")
     m.run(events(ev("A", ref=1, shares=10, price=100), ev("E", ref=1, shares=11),
-                 ev("X", ref=1, shares=11), ev("A", ref=2, side="S", shares=3, price=100)))
+                 ev("X", ref=1, shares=11), ev("D", ref=7), ev("A", ref=1, shares=3, price=5)))
     assert m.order(1) == (1, 0, 100, 10)
-    assert m.order(2) is None
     assert len(m) == 1
 
 
-def test_crossed_replace_removes_old(market_impl: Any) -> None:
-    rows, _ = ANOMALY_CASES["crossed_replace"]
+def tev(kind: str, ts: int, **kw: Any) -> tuple[Any, ...]:
+    """ev() with a timestamp (ITCH ns since midnight)."""
+    return (ts, *ev(kind, **kw)[1:])
+
+
+# --8<-- [start:crossing]
+def test_book_mode_rests_crossing_orders(market_impl: Any) -> None:
+    """A feed handler mirrors the feed: an add through the other side rests, nothing
+    matches, and the market reports how often and how long books were locked/crossed."""
     m = market_impl.Market("book")
-    m.run(events(*rows))
-    assert m.order(2) is None and m.order(3) is None
-    assert len(m) == 1
+    fills = m.run(events(
+        tev("A", 100, ref=1, side="S", shares=10, price=100),
+        tev("A", 200, ref=2, side="B", shares=5, price=100),    # locks the book
+        tev("A", 250, ref=3, side="B", shares=4, price=101),    # crosses it
+        tev("U", 400, ref=3, new_ref=4, shares=4, price=102),   # still crossed
+        tev("D", 700, ref=4),                                   # locked again
+        tev("A", 800, locate=2, ref=9, side="B", shares=1, price=50),
+        tev("X", 1000, ref=2, shares=5),                        # bid gone: normal
+        tev("A", 1500, ref=5, side="B", shares=2, price=120),   # crossed, still open
+        tev("S", 2000),
+    ))
+    assert len(fills) == 0
+    assert sum(m.counts()["anomalies"].values()) == 0
+    assert m.books_csv() == (
+        "locate,stock,side,price,priority,order_ref,shares\n"
+        "1,,B,120,0,5,2\n1,,S,100,0,1,10\n2,,B,50,0,9,1\n")
+    assert m.top(1) == ((120, 2), (100, 10))
+    assert m.book_states() == {
+        "locked": 2, "locked_ns": (250 - 200) + (1000 - 700), "locked_now": 0,
+        "crossed": 2, "crossed_ns": (700 - 250) + (2000 - 1500), "crossed_now": 1,
+    }
+# --8<-- [end:crossing]
+
+
+def test_crossed_replace_goes_to_the_back(market_impl: Any) -> None:
+    m = market_impl.Market("book")
+    m.run(events(ev("A", ref=1, side="S", shares=10, price=100),
+                 ev("A", ref=2, side="B", shares=5, price=101),
+                 ev("A", ref=3, side="B", shares=6, price=90),
+                 ev("U", ref=3, new_ref=3, shares=7, price=101)))
+    assert m.depth(1, 0, 5) == [(101, 12, 2)]
+    assert m.books_csv().splitlines()[1:3] == ["1,,B,101,0,2,5", "1,,B,101,1,3,7"]
+
+
+def test_trading_state_is_tracked_never_gates(market_impl: Any) -> None:
+    m = market_impl.Market("book")
+    m.run(events(ev("H", locate=3, side="H", stock="HALT"),
+                 ev("A", locate=3, ref=1, side="S", shares=10, price=100),
+                 ev("A", locate=3, ref=2, side="B", shares=10, price=101),
+                 ev("H", locate=4, side="Q"), ev("E", locate=3, ref=1, shares=4)))
+    assert m.trading_state(3) == "H" and m.trading_state(4) == "Q" and m.trading_state(5) == ""
+    assert m.trading_states() == {"H": 1, "Q": 1}
+    assert m.order(1) == (3, 1, 100, 6) and m.order(2) == (3, 0, 101, 10)
+    m.run(events(ev("H", locate=3, side="T")))
+    assert m.trading_states() == {"Q": 1, "T": 1}
+
+
+def test_c_executes_at_its_own_price_even_zero(market_impl: Any) -> None:
+    """C's Execution Price is the print's price (itch50.md section 3), 0 included."""
+    m = market_impl.Market("book")
+    fills = m.run(events(ev("A", ref=1, side="S", shares=10, price=100),
+                         ev("C", ref=1, shares=3, price=0), ev("C", ref=1, shares=3, price=97),
+                         ev("E", ref=1, shares=4)))
+    assert fill_tuples(fills) == [(1, 0, 0, 3, 1, 0), (1, 0, 97, 3, 2, 0), (1, 0, 100, 4, 3, 0)]
+    assert m.volume == 10 and len(m) == 0
+
+
+@pytest.mark.parametrize("mode", ["book", "match"])
+@pytest.mark.parametrize("locate", [-1, 65_536, 2**70])
+def test_locate_outside_uint16_one_answer(market_impl: Any, mode: str, locate: int) -> None:
+    m = market_impl.Market(mode)
+    calls = (lambda: m.stock(locate), lambda: m.top(locate), lambda: m.depth(locate, 0, 5),
+             lambda: m.trading_state(locate))
+    for call in calls:
+        with pytest.raises(ValueError, match=f"^locate must be 0..65535, got {locate}$"):
+            call()
+    with pytest.raises(TypeError, match="^locate must be an int, got str$"):
+        m.top("1")
 
 
 def test_book_mode_executions_and_books_csv(market_impl: Any) -> None:
@@ -369,7 +435,6 @@ def test_lobster_orderbook_reproduced(impl: str) -> None:
                     resynced += 1
     assert unknown > 0  # the window does reference orders from before 09:30
     assert checked > 10 * resynced  # nearly every level is checked, not resynchronised
-    assert market.counts()["anomalies"]["crossed"] == 0
 # --8<-- [end:lobster_oracle]
 
 
