@@ -108,9 +108,9 @@ struct GrowthBudget {
 // --8<-- [start:refmap]
 // Order reference -> a uint32 (book mode: the order's node; match mode: its locate), for
 // every live order of the day. Open addressing with linear probing, at most half full,
-// backward-shift deletion (no tombstones). References in blocks of 8 share a cache line
-// of slots: NASDAQ numbers orders in sequence, so neighbouring references land on
-// neighbouring slots. The hash is keyed by a per-market random value, so a stream cannot
+// backward-shift deletion (no tombstones). A slot is 16 bytes, four to a 64-byte cache
+// line; references in blocks of 8 get 8 neighbouring slots (two lines): NASDAQ numbers
+// orders in sequence, so consecutive references rarely collide. The hash is keyed by a per-market random value, so a stream cannot
 // be built in advance to pile its references onto one probe run.
 class RefMap {
 public:
@@ -592,6 +592,9 @@ private:
         watch(b, e.timestamp);
     }
 
+    // --8<-- [end:feed]
+
+    // --8<-- [start:feed_ops]
     // The level of a price on one side, created (empty) if absent. May throw (a map node).
     std::uint32_t level_at(FeedBook& b, int side, std::uint32_t price) {
         auto& m = b.levels(side);
@@ -668,6 +671,8 @@ private:
         unlink(b, i);
     }
 
+    // --8<-- [end:feed_ops]
+
     // --8<-- [start:watch]
     // After a book-mode message changed book b: is it locked or crossed now? Counts the
     // episodes and the time spent in each (a clock going back adds nothing).
@@ -686,7 +691,6 @@ private:
         b.state = now;
     }
     // --8<-- [end:watch]
-    // --8<-- [end:feed]
 
     // ------------------------------------------------------------ match mode
 
