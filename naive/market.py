@@ -216,10 +216,10 @@ class Market:
     def trading_states(self) -> dict[str, int]:
         """How many locates are in each trading state (by their last H message)."""
         out: dict[str, int] = {}
-        for state in sorted(self._trading.values()):
+        for state in self._trading.values():
             key = show_bytes(bytes([state]))
             out[key] = out.get(key, 0) + 1
-        return out
+        return dict(sorted(out.items()))  # by shown key, as the C++ twin
 
     # --8<-- [start:book_states]
     def book_states(self) -> dict[str, int]:
@@ -307,12 +307,13 @@ class Market:
 
     # ------------------------------------------------------------- the rules
 
-    def _problem(self, anomaly: str, reason: str) -> None:
-        """Count a bad message: an anomaly in book mode, a reject in match mode."""
-        if self.mode == "book":
-            self._anomalies[anomaly] += 1
-        else:
-            self._rejects[reason] += 1
+    def _anomaly(self, kind: str) -> None:
+        """Count a bad book-mode message (it changes nothing)."""
+        self._anomalies[kind] += 1
+
+    def _reject(self, reason: str) -> None:
+        """Count a bad match-mode message with the book's reason code."""
+        self._rejects[reason] += 1
 
     def _locate_of(self, locate: int, ref: int) -> int | None:
         """The locate whose book holds ``ref`` (the dict wins over the message)."""
@@ -354,32 +355,39 @@ class Market:
         """One book-mode message; returns the locate whose book it changed, or None."""
         if kind in (_A, _F):
             if side_byte not in (_BUY, _SELL):
-                return self._problem("bad_side", "")
+                self._anomaly("bad_side")
+                return None
             if price == 0:
-                return self._problem("bad_price", "")
+                self._anomaly("bad_price")
+                return None
             if shares == 0:
-                return self._problem("bad_shares", "")
+                self._anomaly("bad_shares")
+                return None
             if ref in self._refs:
-                return self._problem("duplicate_ref", "")
+                self._anomaly("duplicate_ref")
+                return None
             side = Side.BUY if side_byte == _BUY else Side.SELL
             self._feed_book(locate).rest(ref, side, price, shares)  # even through the touch
             self._refs[ref] = locate
             return locate
-        if kind == _U:
-            if price == 0:
-                return self._problem("bad_price", "")
+        if kind == _U and price == 0:
+            self._anomaly("bad_price")
+            return None
         if kind != _D and shares == 0:
-            return self._problem("bad_shares", "")
+            self._anomaly("bad_shares")
+            return None
         found = self._locate_of(locate, ref)
         if found is None:
-            return self._problem("unknown_ref", "")
+            self._anomaly("unknown_ref")
+            return None
         book = self._books[found]
         assert isinstance(book, FeedBook)
         resting = book.order(ref)
         assert resting is not None
         rest_side, rest_price, rest_shares = resting
         if kind in (_E, _C, _X) and shares > rest_shares:
-            return self._problem("over_cancel" if kind == _X else "over_execution", "")
+            self._anomaly("over_cancel" if kind == _X else "over_execution")
+            return None
         if kind in (_E, _C):
             if book.take(ref, shares) == 0:  # keeps its place in the queue
                 del self._refs[ref]
@@ -396,7 +404,8 @@ class Market:
             del self._refs[ref]
         else:  # U: the old order leaves, the new one rests at the back, same side
             if new_ref != ref and new_ref in self._refs:
-                return self._problem("duplicate_ref", "")
+                self._anomaly("duplicate_ref")
+                return None
             book.remove(ref)
             del self._refs[ref]
             book.rest(new_ref, rest_side, price, shares)
@@ -419,11 +428,11 @@ class Market:
             return  # an engine makes its own executions
         if kind in (_A, _F):
             if side_byte not in (_BUY, _SELL):
-                return self._problem("", "bad_side")
+                return self._reject("bad_side")
             if shares == 0:
-                return self._problem("", "bad_qty")
+                return self._reject("bad_qty")
             if ref in self._refs:
-                return self._problem("", "duplicate_id")
+                return self._reject("duplicate_id")
             book = self._match_book(locate)
             side = Side.BUY if side_byte == _BUY else Side.SELL
             if price == 0:  # the CSV convention: a market order
@@ -432,30 +441,30 @@ class Market:
                 fills = book.add_limit(ref, side, price, shares)
             return self._settle(book, locate, ref, fills, index, out)
         if kind == _U and price == 0:
-            return self._problem("", "bad_price")
+            return self._reject("bad_price")
         if kind != _D and shares == 0:
-            return self._problem("", "bad_qty")
+            return self._reject("bad_qty")
         found = self._locate_of(locate, ref)
         if found is None:
-            return self._problem("", "unknown_id")
-        book = self._books[found]
-        assert isinstance(book, Book)
+            return self._reject("unknown_id")
+        target = self._books[found]
+        assert isinstance(target, Book)
         if kind == _X:
             try:
-                left = book.reduce(ref, shares)
+                left = target.reduce(ref, shares)
             except OrderRejected:  # only over_reduce is left to fail
-                return self._problem("", "over_reduce")
+                return self._reject("over_reduce")
             if left == 0:
                 del self._refs[ref]
         elif kind == _D:
-            book.cancel(ref)
+            target.cancel(ref)
             del self._refs[ref]
         else:  # U: replace, and the new order may match
             if new_ref != ref and new_ref in self._refs:
-                return self._problem("", "duplicate_id")
+                return self._reject("duplicate_id")
             del self._refs[ref]
-            fills = book.replace(ref, new_ref, price, shares)
-            self._settle(book, found, new_ref, fills, index, out)
+            fills = target.replace(ref, new_ref, price, shares)
+            self._settle(target, found, new_ref, fills, index, out)
         return None
 
     def _settle(self, book: Book, locate: int, ref: int, fills: list[Fill], index: int,

@@ -17,7 +17,7 @@
 //     and are only counted.
 //
 // Order references are unique for the whole day, across symbols, so one global map
-// (RefMap) finds each live reference: in book mode it gives the order itself, in match
+// (RefIndex) finds each live reference: in book mode it gives the order itself, in match
 // mode the locate whose Book holds it. Every ITCH message carries a stock locate too;
 // when the map and the message disagree, the map wins and the message counts as a
 // `locate_mismatch` anomaly.
@@ -204,6 +204,149 @@ private:
     GrowthBudget* budget_;
 };
 // --8<-- [end:refmap]
+
+// --8<-- [start:refindex]
+// Order reference -> a uint32, for every live order of the day: the market's one order
+// table. NASDAQ numbers orders densely and in increasing order through the day, so a
+// reference below 2^34 indexes a table directly: its top 14 bits pick a directory block,
+// the next 10 a page, the low 10 a slot (0 = empty, else the value + 1). Blocks and
+// pages are allocated when the first reference in them arrives and released when their
+// last one leaves (a few empty pages are kept for reuse, so a steady day does not call
+// malloc), so memory follows the live range of references: an isolated live order costs
+// at most one 8 KiB block and one 4 KiB page. A lookup is three dependent loads and no
+// comparison of keys, whatever the references are: a stream cannot make it probe
+// longer. References from 2^34 up (never seen in a real day, but any uint64 is valid)
+// go to the hash map above.
+class RefIndex {
+public:
+    static constexpr std::uint32_t kAbsent = RefMap::kAbsent;
+    static constexpr unsigned kSlotBits = 10, kPageBits = 10, kTopBits = 14;
+    static constexpr std::uint64_t kDirect = std::uint64_t(1) << (kSlotBits + kPageBits + kTopBits);
+
+    explicit RefIndex(GrowthBudget* budget) : far_(budget), budget_(budget) {
+        spare_.reserve(kSpare);
+    }
+    ~RefIndex() {
+        for (Block* b : top_) {
+            if (b == nullptr) continue;
+            for (Page* p : b->pages) std::free(p);
+            std::free(b);
+        }
+        for (Page* p : spare_) std::free(p);
+    }
+    RefIndex(const RefIndex&) = delete;
+    RefIndex& operator=(const RefIndex&) = delete;
+
+    std::uint32_t find(std::uint64_t ref) const {  // the value, or kAbsent
+        if (ref >= kDirect) [[unlikely]] return far_.find(ref);
+        std::uint64_t hi = ref >> (kSlotBits + kPageBits);
+        if (hi >= top_.size()) return kAbsent;
+        const Block* b = top_[hi];
+        if (b == nullptr) return kAbsent;
+        const Page* p = b->pages[(ref >> kSlotBits) & (kPages - 1)];
+        if (p == nullptr) return kAbsent;
+        return p->slot[ref & (kSlots - 1)] - 1;  // 0 - 1 wraps to kAbsent
+    }
+    // Called before an operation changes anything: afterwards insert(ref) cannot fail.
+    // The page it makes sure of is pinned: erase() leaves it in place even if it empties,
+    // so the operation may erase other references first (a replace, a match) and still
+    // insert this one. Re-pinning releases the previous page if it is empty.
+    void reserve_for(std::uint64_t ref) {
+        if (ref >= kDirect) [[unlikely]] return far_.reserve_one();
+        std::uint64_t hi = ref >> (kSlotBits + kPageBits);
+        std::size_t page = (ref >> kSlotBits) & (kPages - 1);
+        if (hi == pin_hi_ && page == pin_page_) [[likely]] return;  // still the same page
+        if (hi >= top_.size()) [[unlikely]] {
+            budget_->spend();
+            top_.resize(hi + 1, nullptr);
+        }
+        Block*& b = top_[hi];
+        if (b == nullptr) [[unlikely]] {
+            budget_->spend();
+            b = static_cast<Block*>(std::calloc(1, sizeof(Block)));
+            if (b == nullptr) throw std::bad_alloc();
+        }
+        Page*& p = b->pages[page];
+        if (p == nullptr) [[unlikely]] {
+            if (!spare_.empty()) {
+                p = spare_.back();  // all zeros: a page is spared only when its last ref left
+                spare_.pop_back();
+            } else {
+                budget_->spend();
+                p = static_cast<Page*>(std::calloc(1, sizeof(Page)));
+                if (p == nullptr) throw std::bad_alloc();
+            }
+            ++b->live_pages;
+        }
+        // Nothing below can fail.
+        std::uint64_t old_hi = pin_hi_;
+        std::size_t old_page = pin_page_;
+        pin_hi_ = hi;
+        pin_page_ = page;
+        if (old_hi < top_.size()) drop_if_empty(old_hi, old_page);
+    }
+    void insert(std::uint64_t ref, std::uint32_t value) {  // ref absent; reserve_for(ref) first
+        ++size_;
+        if (ref >= kDirect) [[unlikely]] return far_.insert(ref, value);
+        Block* b = top_[ref >> (kSlotBits + kPageBits)];
+        Page* p = b->pages[(ref >> kSlotBits) & (kPages - 1)];
+        p->slot[ref & (kSlots - 1)] = value + 1;
+        ++b->live[(ref >> kSlotBits) & (kPages - 1)];
+    }
+    void erase(std::uint64_t ref) {  // no-op when absent
+        if (ref >= kDirect) [[unlikely]] {
+            if (far_.find(ref) != kAbsent) --size_;
+            return far_.erase(ref);
+        }
+        std::uint64_t hi = ref >> (kSlotBits + kPageBits);
+        std::size_t page = (ref >> kSlotBits) & (kPages - 1);
+        Block* b = hi < top_.size() ? top_[hi] : nullptr;
+        Page* p = b != nullptr ? b->pages[page] : nullptr;
+        if (p == nullptr || p->slot[ref & (kSlots - 1)] == 0) return;
+        p->slot[ref & (kSlots - 1)] = 0;
+        --size_;
+        if (--b->live[page] == 0) [[unlikely]] drop_if_empty(hi, page);
+    }
+    std::uint64_t size() const { return size_; }
+
+private:
+    static constexpr std::size_t kSlots = std::size_t(1) << kSlotBits;
+    static constexpr std::size_t kPages = std::size_t(1) << kPageBits;
+    static constexpr std::size_t kSpare = 16;
+    struct Page {
+        std::uint32_t slot[kSlots];
+    };
+    static_assert(sizeof(Page) == 4096, "one OS page");
+    struct Block {
+        Page* pages[kPages];
+        std::uint16_t live[kPages];  // live references per page (at most 1024)
+        std::uint64_t live_pages;
+    };
+    // Release page `page` of block `hi` if no reference lives in it and it is not pinned;
+    // then the block too if it has no page left.
+    void drop_if_empty(std::uint64_t hi, std::size_t page) {
+        Block* b = top_[hi];
+        if (b == nullptr || b->pages[page] == nullptr || b->live[page] != 0) return;
+        if (hi == pin_hi_ && page == pin_page_) return;
+        Page* p = b->pages[page];
+        b->pages[page] = nullptr;
+        // All zeros again (every slot was emptied): keep a few for reuse. spare_ was
+        // reserved up front, so push_back does not allocate.
+        if (spare_.size() < kSpare) spare_.push_back(p); else std::free(p);
+        if (--b->live_pages == 0) {
+            std::free(b);
+            top_[hi] = nullptr;
+        }
+    }
+    RefMap far_;
+    std::vector<Block*> top_;   // by ref >> 20, grown to the highest block used
+    std::vector<Page*> spare_;  // empty pages kept for reuse
+    std::uint64_t pin_hi_ = ~std::uint64_t(0);  // the page reserve_for() made sure of
+    std::size_t pin_page_ = 0;
+    std::uint64_t size_ = 0;
+    GrowthBudget* budget_;
+};
+// --8<-- [end:refindex]
 
 // --8<-- [start:feedbook]
 // Book mode's storage. All orders of all symbols live in one pool of 32-byte nodes, all
@@ -567,7 +710,7 @@ private:
         // Every allocation first; nothing below the level lookup can fail.
         orders_.reserve_one();
         levels_.reserve_one();
-        refs_.reserve_one();
+        refs_.reserve_for(e.order_ref);
         std::unique_ptr<FeedBook>& slot = feed_[e.locate];
         bool created = false;
         if (!slot) [[unlikely]] {
@@ -662,7 +805,7 @@ private:
     void replace(FeedBook& b, std::uint32_t i, const ItchEvent& e) {
         orders_.reserve_one();
         levels_.reserve_one();
-        refs_.reserve_one();
+        refs_.reserve_for(e.new_order_ref);
         int side = orders_[i].side;
         std::uint16_t locate = orders_[i].locate;
         std::uint32_t lv = level_at(b, side, e.price);  // may throw: nothing changed yet
@@ -720,7 +863,7 @@ private:
             if (e.new_order_ref != e.order_ref && refs_.find(e.new_order_ref) != RefMap::kAbsent)
                 return reject(Reason::DuplicateId);
             reserve_fills(fills, b.size() + 1);  // a replace fills at most every resting order
-            refs_.reserve_one();
+            refs_.reserve_for(e.new_order_ref);
             refs_.erase(e.order_ref);
             std::size_t first = fills.size();
             b.replace(e.order_ref, e.new_order_ref, e.price, e.shares, [&](const Fill& f) {
@@ -734,7 +877,7 @@ private:
         if (e.side != 'B' && e.side != 'S') return reject(Reason::BadSide);
         if (e.shares == 0) return reject(Reason::BadQty);
         if (refs_.find(e.order_ref) != RefMap::kAbsent) return reject(Reason::DuplicateId);
-        refs_.reserve_one();  // before the book changes: the insert after it cannot fail
+        refs_.reserve_for(e.order_ref);  // before the book changes: the insert cannot fail
         std::unique_ptr<Book>& slot = books_[e.locate];
         bool created = false;
         if (!slot) [[unlikely]] {
@@ -813,7 +956,7 @@ private:
     std::vector<char> names_;                   // 8 raw bytes per locate (from R), ' ' if none
     std::vector<std::uint64_t> activity_;       // book messages (A F E C X D U) per locate
     std::vector<std::uint16_t> trading_;        // 0x100 | trading state of the last H, or 0
-    RefMap refs_;                               // ref -> order node (book) / locate (match)
+    RefIndex refs_;                             // ref -> order node (book) / locate (match)
     Slab<FeedOrder, &FeedOrder::next> orders_;  // book mode's orders, all symbols
     Slab<FeedLevel, &FeedLevel::count> levels_; // book mode's price levels, all symbols
     BookStates states_;

@@ -4,6 +4,7 @@
 // it in C++ with the GIL released, and returns the fills as a FILL_DTYPE array.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -12,6 +13,7 @@
 
 #include <array>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -190,11 +192,11 @@ void register_market(nb::module_& m) {
                     std::uint16_t t = mk.trading_state(static_cast<std::uint16_t>(loc));
                     if (t != 0) ++by[t & 0xFF];
                 }
-                nb::dict d;
+                std::map<std::string, std::uint64_t> d;  // show_bytes keys sort as the naive's
                 for (int c = 0; c < 256; ++c) {
                     if (by[c] == 0) continue;
                     char ch = static_cast<char>(c);
-                    d[text(show_bytes(&ch, 1))] = by[c];
+                    d[show_bytes(&ch, 1)] = by[c];
                 }
                 return d;
             },
@@ -203,13 +205,13 @@ void register_market(nb::module_& m) {
             "book_states",
             [](BoundMarket& b) {
                 BookStates s = b.idle().book_states();
-                nb::dict d;
+                std::vector<std::pair<std::string, std::uint64_t>> d;  // in the naive's order
                 const char* names[3] = {"", "locked", "crossed"};
                 for (int k = 1; k < 3; ++k) {
                     std::string n = names[k];
-                    d[nb::str(n.c_str())] = s.episodes[k];
-                    d[nb::str((n + "_ns").c_str())] = s.ns[k];
-                    d[nb::str((n + "_now").c_str())] = s.now[k];
+                    d.emplace_back(n, s.episodes[k]);
+                    d.emplace_back(n + "_ns", s.ns[k]);
+                    d.emplace_back(n + "_now", s.now[k]);
                 }
                 return d;
             },

@@ -6,7 +6,8 @@ at its first order, so memory follows the live orders and levels, not the symbol
 price range. Nothing matches: an add rests even through the other side, and the market
 reports locked and crossed books. Match mode keeps one ``twinmatch::Book`` per locate,
 which starts with the smallest price window and moves to the full one once it holds 64
-orders. A flat open-addressing map resolves every live order reference.
+orders. One order table resolves every live order reference: indexed directly by the
+reference (pages allocated on demand) below 2^34, a keyed hash table above.
 ``run(events)`` reads the decoders' ``EVENT_DTYPE`` array in place and applies it with
 the GIL released. The rules (modes, anomalies, rejects, text) are written out in
 naive/market.py's docstring; both twins count everything alike.
@@ -92,7 +93,7 @@ class Market:
         return {str(k): int(v) for k, v in self._m.trading_states().items()}
 
     def book_states(self) -> dict[str, int]:
-        return {str(k): int(v) for k, v in self._m.book_states().items()}
+        return {str(k): int(v) for k, v in self._m.book_states()}
 
     def top(self, locate: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
         bid, ask = self._m.top(_check_locate(locate))

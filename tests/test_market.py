@@ -8,6 +8,7 @@ import os
 import resource
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -208,8 +209,9 @@ def test_c_executes_at_its_own_price_even_zero(market_impl: Any) -> None:
 @pytest.mark.parametrize("locate", [-1, 65_536, 2**70])
 def test_locate_outside_uint16_one_answer(market_impl: Any, mode: str, locate: int) -> None:
     m = market_impl.Market(mode)
-    calls = (lambda: m.stock(locate), lambda: m.top(locate), lambda: m.depth(locate, 0, 5),
-             lambda: m.trading_state(locate))
+    calls: list[Callable[[], object]] = [
+        lambda: m.stock(locate), lambda: m.top(locate), lambda: m.depth(locate, 0, 5),
+        lambda: m.trading_state(locate)]
     for call in calls:
         with pytest.raises(ValueError, match=f"^locate must be 0..65535, got {locate}$"):
             call()
@@ -288,6 +290,50 @@ def test_twins_agree_on_wide_books() -> None:
         m = importlib.import_module(f"{impl}.market").Market("book")
         m.run(events(*rows))
         out.append(m.books_csv())
+    assert out[0] == out[1]
+
+
+def random_stream(seed: int, n: int) -> np.ndarray:
+    """A F E C X D U over a few locates, references from every range the order table
+    treats differently: dense from 0, page and block edges, far apart, at and past 2^34,
+    up to 2^64-1; prices from 1 to 2^32-1; some messages bad on purpose."""
+    rng = np.random.default_rng(seed)
+    pools = [np.arange(0, 3000), 1023 + np.arange(-3, 4), (1 << 20) + np.arange(-3, 4),
+             np.arange(40) * (1 << 22) + 5, (1 << 34) + np.arange(-3, 4),
+             np.array([2**64 - 1, 2**64 - 2, 2**63])]
+    refs = np.concatenate([p.astype(np.uint64) for p in pools])
+    live: list[int] = []
+    rows = []
+    for _ in range(n):
+        kind = rng.choice(list("AAAAFEECXXDDUU"))
+        if kind in "AF" or not live:
+            ref = int(refs[rng.integers(len(refs))])
+            price = int(rng.choice([1, 2**32 - 1, int(rng.integers(9_990, 10_010))]))
+            rows.append(ev("A", locate=int(rng.integers(1, 4)), ref=ref, side="BS"[rng.integers(2)],
+                           shares=int(rng.integers(0, 50)), price=price))
+            live.append(ref)
+            continue
+        ref = live[int(rng.integers(len(live)))]
+        new_ref = int(refs[rng.integers(len(refs))]) if rng.random() < 0.7 else ref
+        rows.append(ev(kind, locate=int(rng.integers(1, 4)), ref=ref, new_ref=new_ref,
+                       shares=int(rng.integers(0, 60)), price=int(rng.integers(0, 10_020))))
+        if kind == "U":
+            live.append(new_ref)
+    return events(*rows)
+
+
+@pytest.mark.parametrize("mode", ["book", "match"])
+@pytest.mark.parametrize("seed", range(6))
+def test_twins_agree_on_any_references(mode: str, seed: int) -> None:
+    stream = random_stream(seed, 3000)
+    out = []
+    for impl in IMPLS:
+        m = importlib.import_module(f"{impl}.market").Market(mode)
+        fills = m.run(stream)
+        refs = sorted({int(r) for r in stream["order_ref"]}
+                      | {int(r) for r in stream["new_order_ref"]})
+        out.append((fills.tobytes(), m.books_csv(), m.counts(), len(m), m.book_states(),
+                    [m.order(r) for r in refs]))
     assert out[0] == out[1]
 
 
