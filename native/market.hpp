@@ -423,6 +423,8 @@ struct FeedBook {
     // market's pool resource: freed nodes are reused, not returned to malloc.
     using LevelMap = std::pmr::map<std::uint32_t, std::uint32_t>;
     LevelMap bids, asks;
+    std::uint32_t best[2] = {0, 0};  // best bid, best ask (0: none), kept as levels come
+                                     // and go, so watch() needs no map walk
     std::uint64_t since = 0;   // when the book became locked or crossed (ITCH ns)
     std::uint8_t state = 0;    // 0 normal, 1 locked (bid = ask), 2 crossed (bid > ask)
     explicit FeedBook(std::pmr::memory_resource* r) : bids(r), asks(r) {}
@@ -748,6 +750,8 @@ private:
         std::uint32_t lv = levels_.alloc();    // reserved: cannot fail
         levels_[lv] = FeedLevel{0, kNil, kNil, 0, price};
         it->second = lv;
+        std::uint32_t& best = b.best[side];
+        if (best == 0 || (side == 0 ? price > best : price < best)) best = price;
         return lv;
     }
 
@@ -792,7 +796,10 @@ private:
         if (o.next != kNil) orders_[o.next].prev = o.prev; else l.tail = o.prev;
         l.total -= o.shares;
         if (--l.count == 0) {
-            b.levels(o.side).erase(l.price);
+            auto& m = b.levels(o.side);
+            m.erase(l.price);
+            if (b.best[o.side] == l.price)  // the best level went: the next one is an end
+                b.best[o.side] = m.empty() ? 0 : o.side == 0 ? m.rbegin()->first : m.begin()->first;
             levels_.release(o.level);
         }
         orders_.release(i);
@@ -821,10 +828,8 @@ private:
     // episodes and the time spent in each (a clock going back adds nothing).
     void watch(FeedBook& b, std::uint64_t ts) {
         std::uint8_t now = 0;
-        if (!b.bids.empty() && !b.asks.empty()) {
-            std::uint32_t bid = b.bids.rbegin()->first, ask = b.asks.begin()->first;
-            if (bid >= ask) now = bid == ask ? 1 : 2;
-        }
+        std::uint32_t bid = b.best[0], ask = b.best[1];
+        if (bid != 0 && ask != 0 && bid >= ask) now = bid == ask ? 1 : 2;
         if (now == b.state) [[likely]] return;
         if (b.state != 0) states_.ns[b.state] += ts > b.since ? ts - b.since : 0;
         if (now != 0) {
