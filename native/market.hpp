@@ -251,11 +251,18 @@ public:
     // The page it makes sure of is pinned: erase() leaves it in place even if it empties,
     // so the operation may erase other references first (a replace, a match) and still
     // insert this one. Re-pinning releases the previous page if it is empty.
-    void reserve_for(std::uint64_t ref) {
-        if (ref >= kDirect) [[unlikely]] return far_.reserve_one();
+    // The common case (the same page as the last time) is inlined; the rest is not, so
+    // that the message loop stays small.
+    [[gnu::always_inline]] void reserve_for(std::uint64_t ref) {
+        if (ref >> (kSlotBits + kPageBits) == pin_hi_ &&
+            ((ref >> kSlotBits) & (kPages - 1)) == pin_page_) [[likely]]
+            return;  // still the same page (a ref >= kDirect never matches: pin_hi_ < 2^14)
+        reserve_slow(ref);
+    }
+    [[gnu::noinline]] void reserve_slow(std::uint64_t ref) {
+        if (ref >= kDirect) return far_.reserve_one();
         std::uint64_t hi = ref >> (kSlotBits + kPageBits);
         std::size_t page = (ref >> kSlotBits) & (kPages - 1);
-        if (hi == pin_hi_ && page == pin_page_) [[likely]] return;  // still the same page
         if (hi >= top_.size()) [[unlikely]] {
             budget_->spend();
             top_.resize(hi + 1, nullptr);
@@ -293,11 +300,8 @@ public:
         p->slot[ref & (kSlots - 1)] = value + 1;
         ++b->live[(ref >> kSlotBits) & (kPages - 1)];
     }
-    void erase(std::uint64_t ref) {  // no-op when absent
-        if (ref >= kDirect) [[unlikely]] {
-            if (far_.find(ref) != kAbsent) --size_;
-            return far_.erase(ref);
-        }
+    [[gnu::always_inline]] void erase(std::uint64_t ref) {  // no-op when absent
+        if (ref >= kDirect) [[unlikely]] return erase_far(ref);
         std::uint64_t hi = ref >> (kSlotBits + kPageBits);
         std::size_t page = (ref >> kSlotBits) & (kPages - 1);
         Block* b = hi < top_.size() ? top_[hi] : nullptr;
@@ -306,6 +310,10 @@ public:
         p->slot[ref & (kSlots - 1)] = 0;
         --size_;
         if (--b->live[page] == 0) [[unlikely]] drop_if_empty(hi, page);
+    }
+    [[gnu::noinline]] void erase_far(std::uint64_t ref) {
+        if (far_.find(ref) != kAbsent) --size_;
+        far_.erase(ref);
     }
     std::uint64_t size() const { return size_; }
 
@@ -324,7 +332,7 @@ private:
     };
     // Release page `page` of block `hi` if no reference lives in it and it is not pinned;
     // then the block too if it has no page left.
-    void drop_if_empty(std::uint64_t hi, std::size_t page) {
+    [[gnu::noinline]] void drop_if_empty(std::uint64_t hi, std::size_t page) {
         Block* b = top_[hi];
         if (b == nullptr || b->pages[page] == nullptr || b->live[page] != 0) return;
         if (hi == pin_hi_ && page == pin_page_) return;
