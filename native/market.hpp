@@ -22,10 +22,14 @@
 // when the map and the message disagree, the map wins and the message counts as a
 // `locate_mismatch` anomaly.
 //
-// What a failed allocation leaves: every growth an event may need (pools, the map, a
-// new book, a fill slot) happens before the event changes anything, so an out-of-memory
-// error leaves the market exactly as it was after the previous event (run() then raises
-// and says which event; the events before it are applied, it and later ones are not).
+// What a failed allocation leaves: every growth an event may need (pools, the order
+// table, a new book, a map node, a fill slot) happens before the event changes anything,
+// so an out-of-memory error leaves the market exactly as it was after the previous event
+// (run() then raises and says which event; the events before it are applied, it and
+// later ones are not). In match mode that holds as far as the Book's own operations
+// give it: today Book::add_limit/replace allocate a far-price level (a std::map node)
+// after matching (book.hpp, enter()), so running out of memory right there would leave
+// that one event half applied.
 #pragma once
 
 #include <algorithm>
