@@ -1,24 +1,35 @@
-// Many books: one twinmatch::Book per stock locate, driven by decoded ITCH events.
+// Many books: one book per stock locate, driven by decoded ITCH events.
 //
 // The naive twin is naive/market.py; every decision below is written there first, in
 // plain Python, and both twins must count every message, fill, anomaly and reject alike.
 //
 // Two modes:
 //   * book  (a feed handler): rebuild NASDAQ's books from A F E C X D U, never matching.
-//     Something the feed should never say (an unknown reference, an over-execution, an
-//     add that would cross the book) is counted as an anomaly and changes nothing.
-//   * match (a matching engine): A/F are incoming limit orders that match when they
-//     cross (price 0: a market order), X reduces, D cancels, U replaces (and may match);
-//     E/C/P/Q are the exchange's own executions and are only counted.
+//     Each locate's book is a FeedBook: orders rest where the feed puts them, even
+//     through the other side (NASDAQ's book does lock and cross, e.g. in a halt's
+//     quotation period), and the market reports how often and how long books were
+//     locked or crossed. H messages set a symbol's trading state; it never gates an
+//     update. Something the feed should never say (an unknown reference, an
+//     over-execution) is counted as an anomaly and changes nothing.
+//   * match (a matching engine): one twinmatch::Book per locate. A/F are incoming
+//     limit orders that match when they cross (price 0: a market order), X reduces,
+//     D cancels, U replaces (and may match); E/C/P/Q are the exchange's own executions
+//     and are only counted.
 //
 // Order references are unique for the whole day, across symbols, so one global map
-// (RefMap) says which book holds each live reference. Every ITCH message carries a stock
-// locate too; when the map and the message disagree, the map wins and the message counts
-// as a `locate_mismatch` anomaly.
+// (RefIndex) finds each live reference: in book mode it gives the order itself, in match
+// mode the locate whose Book holds it. Every ITCH message carries a stock locate too;
+// when the map and the message disagree, the map wins and the message counts as a
+// `locate_mismatch` anomaly.
 //
-// Memory grows with live orders, never with the price range or the number of symbols:
-// a symbol's book is created at its first order, with a small price window (calloc'd,
-// so untouched pages cost nothing) and a small pool; far prices use the Book's std::map.
+// What a failed allocation leaves: every growth an event may need (pools, the order
+// table, a new book, a map node, a fill slot) happens before the event changes anything,
+// so an out-of-memory error leaves the market exactly as it was after the previous event
+// (run() then raises and says which event; the events before it are applied, it and
+// later ones are not). In match mode that holds as far as the Book's own operations
+// give it: today Book::add_limit/replace allocate a far-price level (a std::map node)
+// after matching (book.hpp, enter()), so running out of memory right there would leave
+// that one event half applied.
 #pragma once
 
 #include <algorithm>
@@ -27,8 +38,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
+#include <memory_resource>
 #include <new>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -38,6 +52,32 @@
 
 namespace twinmatch {
 
+// --8<-- [start:show_bytes]
+// Feed bytes as text, one rule in both twins (naive.market.show_bytes): 0x20..0x7e as
+// themselves, any other byte as \xNN (two lowercase hex digits). Never invalid UTF-8.
+inline std::string show_bytes(const char* p, std::size_t n) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string s;
+    for (std::size_t i = 0; i < n; ++i) {
+        auto c = static_cast<unsigned char>(p[i]);
+        if (c >= 0x20 && c <= 0x7e) {
+            s += static_cast<char>(c);
+        } else {
+            s += "\\x";
+            s += kHex[c >> 4];
+            s += kHex[c & 15];
+        }
+    }
+    return s;
+}
+// A stock name: its 8 bytes with trailing spaces (only spaces) cut, then show_bytes.
+inline std::string show_stock(const char* p8) {
+    std::size_t n = 8;
+    while (n > 0 && p8[n - 1] == ' ') --n;
+    return show_bytes(p8, n);
+}
+// --8<-- [end:show_bytes]
+
 // --8<-- [start:anomalies]
 // Anomaly kinds (book mode); the numbers are ANOMALIES' indices in twinmatch/dtypes.py.
 enum class Anomaly : std::uint8_t {
@@ -45,43 +85,65 @@ enum class Anomaly : std::uint8_t {
     DuplicateRef = 1,   // A F U add a reference that is already live
     OverExecution = 2,  // E C execute more shares than rest
     OverCancel = 3,     // X cancels more shares than rest
-    Crossed = 4,        // A F U would cross the opposite side: not added
-    BadPrice = 5,       // A F U with price 0
-    BadShares = 6,      // A F E C X U with 0 shares
-    BadSide = 7,        // A F with a side other than 'B' / 'S'
-    LocateMismatch = 8, // the reference lives in another locate's book (handled there)
+    BadPrice = 4,       // A F U with price 0
+    BadShares = 5,      // A F E C X U with 0 shares
+    BadSide = 6,        // A F with a side other than 'B' / 'S'
+    LocateMismatch = 7, // the reference lives in another locate's book (handled there)
 };
-inline constexpr std::size_t kAnomalyKinds = 9;
+inline constexpr std::size_t kAnomalyKinds = 8;
 // --8<-- [end:anomalies]
 
 enum class Mode : std::uint8_t { Book = 0, Match = 1 };
 
+// Test hook: a budget of growth steps (pool, map, book creation) after which the next
+// one throws std::bad_alloc, so tests can check what a failed allocation leaves.
+// Negative: no limit (the default).
+struct GrowthBudget {
+    std::int64_t left = -1;
+    void spend() {
+        if (left == 0) throw std::bad_alloc();
+        if (left > 0) --left;
+    }
+    void spend_if(bool growing) {
+        if (growing) spend();
+    }
+};
+
 // --8<-- [start:refmap]
-// Order reference -> stock locate, for every live order of the day. Open addressing
-// with linear probing, at most half full, backward-shift deletion (no tombstones).
-// Like the Book's id hash, references in blocks of 8 share a cache line of slots: NASDAQ
-// numbers orders in sequence, so neighbouring references land on neighbouring slots.
+// Order reference -> a uint32 (book mode: the order's node; match mode: its locate), for
+// every live order of the day. Open addressing with linear probing, at most half full,
+// backward-shift deletion (no tombstones). A slot is 16 bytes, four to a 64-byte cache
+// line; references in blocks of 8 get 8 neighbouring slots (two lines): NASDAQ numbers
+// orders in sequence, so consecutive references rarely collide. The hash is keyed by a per-market random value, so a stream cannot
+// be built in advance to pile its references onto one probe run.
 class RefMap {
 public:
-    RefMap() { alloc(1024); }
+    explicit RefMap(GrowthBudget* budget) : budget_(budget) {
+        std::random_device rd;
+        key_ = (std::uint64_t(rd()) << 32) ^ rd();
+        alloc(16);
+    }
     ~RefMap() { std::free(slots_); }
     RefMap(const RefMap&) = delete;
     RefMap& operator=(const RefMap&) = delete;
 
     static constexpr std::uint32_t kAbsent = 0xFFFF'FFFFu;
 
-    std::uint32_t find(std::uint64_t ref) const {  // the locate, or kAbsent
+    std::uint32_t find(std::uint64_t ref) const {  // the value, or kAbsent
         for (std::uint64_t i = home(ref);; i = (i + 1) & mask_) {
             const Slot& s = slots_[i];
             if (!s.used) return kAbsent;
-            if (s.ref == ref) return s.locate;
+            if (s.ref == ref) return s.value;
         }
     }
-    void insert(std::uint64_t ref, std::uint16_t locate) {  // ref must be absent
-        if ((size_ + 1) * 2 > mask_ + 1) rehash((mask_ + 1) * 2);
+    // Called before an operation changes anything: afterwards one insert cannot fail.
+    void reserve_one() {
+        if ((size_ + 1) * 2 > mask_ + 1) [[unlikely]] rehash((mask_ + 1) * 2);
+    }
+    void insert(std::uint64_t ref, std::uint32_t value) {  // ref absent; reserve_one() first
         std::uint64_t i = home(ref);
         while (slots_[i].used) i = (i + 1) & mask_;
-        slots_[i] = Slot{ref, locate, 1, {}};
+        slots_[i] = Slot{ref, value, 1};
         ++size_;
     }
     void erase(std::uint64_t ref) {  // no-op when absent
@@ -108,17 +170,16 @@ public:
 private:
     struct Slot {
         std::uint64_t ref;
-        std::uint16_t locate;
-        std::uint8_t used;
-        std::uint8_t pad_[5];
+        std::uint32_t value;
+        std::uint32_t used;
     };
-    static_assert(sizeof(Slot) == 16);
+    static_assert(sizeof(Slot) == 16, "four slots per 64-byte cache line");
 
     std::uint64_t home(std::uint64_t ref) const {
-        return ((IdHash::mix(ref >> 3) >> 32) + (ref & 7)) & mask_;
+        return ((IdHash::mix((ref >> 3) ^ key_) >> 32) + (ref & 7)) & mask_;
     }
     void alloc(std::uint64_t cap) {
-        // calloc: used = 0 everywhere, and fresh pages come zeroed from the OS.
+        // calloc: used = 0 everywhere.
         auto* p = static_cast<Slot*>(std::calloc(cap, sizeof(Slot)));
         if (p == nullptr) throw std::bad_alloc();
         slots_ = p;
@@ -127,6 +188,7 @@ private:
     }
     void rehash(std::uint64_t cap) {
         if (cap > (std::uint64_t(1) << 40)) throw std::length_error("reference map full");
+        budget_->spend();
         Slot* old = slots_;
         std::uint64_t old_cap = mask_ + 1;
         alloc(cap);  // throws before anything is lost
@@ -142,8 +204,246 @@ private:
     Slot* slots_ = nullptr;
     std::uint64_t mask_ = 0;
     std::uint64_t size_ = 0;
+    std::uint64_t key_ = 0;
+    GrowthBudget* budget_;
 };
 // --8<-- [end:refmap]
+
+// --8<-- [start:refindex]
+// Order reference -> a uint32, for every live order of the day: the market's one order
+// table. NASDAQ numbers orders densely and in increasing order through the day, so a
+// reference below 2^34 indexes a table directly: its top 14 bits pick a directory block,
+// the next 10 a page, the low 10 a slot (0 = empty, else the value + 1). Blocks and
+// pages are allocated when the first reference in them arrives and released when their
+// last one leaves (a few empty pages are kept for reuse, so a steady day does not call
+// malloc), so memory follows the live range of references: an isolated live order costs
+// at most one 8 KiB block and one 4 KiB page. A lookup is three dependent loads and no
+// comparison of keys, whatever the references are: a stream cannot make it probe
+// longer. References from 2^34 up (never seen in a real day, but any uint64 is valid)
+// go to the hash map above.
+class RefIndex {
+public:
+    static constexpr std::uint32_t kAbsent = RefMap::kAbsent;
+    static constexpr unsigned kSlotBits = 10, kPageBits = 10, kTopBits = 14;
+    static constexpr std::uint64_t kDirect = std::uint64_t(1) << (kSlotBits + kPageBits + kTopBits);
+
+    explicit RefIndex(GrowthBudget* budget) : far_(budget), budget_(budget) {
+        spare_.reserve(kSpare);
+    }
+    ~RefIndex() {
+        for (Block* b : top_) {
+            if (b == nullptr) continue;
+            for (Page* p : b->pages) std::free(p);
+            std::free(b);
+        }
+        for (Page* p : spare_) std::free(p);
+    }
+    RefIndex(const RefIndex&) = delete;
+    RefIndex& operator=(const RefIndex&) = delete;
+
+    std::uint32_t find(std::uint64_t ref) const {  // the value, or kAbsent
+        if (ref >= kDirect) [[unlikely]] return far_.find(ref);
+        std::uint64_t hi = ref >> (kSlotBits + kPageBits);
+        if (hi >= top_.size()) return kAbsent;
+        const Block* b = top_[hi];
+        if (b == nullptr) return kAbsent;
+        const Page* p = b->pages[(ref >> kSlotBits) & (kPages - 1)];
+        if (p == nullptr) return kAbsent;
+        return p->slot[ref & (kSlots - 1)] - 1;  // 0 - 1 wraps to kAbsent
+    }
+    // Called before an operation changes anything: afterwards insert(ref) cannot fail.
+    // The page it makes sure of is pinned: erase() leaves it in place even if it empties,
+    // so the operation may erase other references first (a replace, a match) and still
+    // insert this one. Re-pinning releases the previous page if it is empty.
+    // The common case (the same page as the last time) is inlined; the rest is not, so
+    // that the message loop stays small.
+    [[gnu::always_inline]] void reserve_for(std::uint64_t ref) {
+        if (ref >> (kSlotBits + kPageBits) == pin_hi_ &&
+            ((ref >> kSlotBits) & (kPages - 1)) == pin_page_) [[likely]]
+            return;  // still the same page (a ref >= kDirect never matches: pin_hi_ < 2^14)
+        reserve_slow(ref);
+    }
+    [[gnu::noinline]] void reserve_slow(std::uint64_t ref) {
+        if (ref >= kDirect) return far_.reserve_one();
+        std::uint64_t hi = ref >> (kSlotBits + kPageBits);
+        std::size_t page = (ref >> kSlotBits) & (kPages - 1);
+        if (hi >= top_.size()) [[unlikely]] {
+            budget_->spend();
+            top_.resize(hi + 1, nullptr);
+        }
+        Block*& b = top_[hi];
+        if (b == nullptr) [[unlikely]] {
+            budget_->spend();
+            b = static_cast<Block*>(std::calloc(1, sizeof(Block)));
+            if (b == nullptr) throw std::bad_alloc();
+        }
+        Page*& p = b->pages[page];
+        if (p == nullptr) [[unlikely]] {
+            if (!spare_.empty()) {
+                p = spare_.back();  // all zeros: a page is spared only when its last ref left
+                spare_.pop_back();
+            } else {
+                budget_->spend();
+                p = static_cast<Page*>(std::calloc(1, sizeof(Page)));
+                if (p == nullptr) throw std::bad_alloc();
+            }
+            ++b->live_pages;
+        }
+        // Nothing below can fail.
+        std::uint64_t old_hi = pin_hi_;
+        std::size_t old_page = pin_page_;
+        pin_hi_ = hi;
+        pin_page_ = page;
+        if (old_hi < top_.size()) drop_if_empty(old_hi, old_page);
+    }
+    void insert(std::uint64_t ref, std::uint32_t value) {  // ref absent; reserve_for(ref) first
+        ++size_;
+        if (ref >= kDirect) [[unlikely]] return far_.insert(ref, value);
+        Block* b = top_[ref >> (kSlotBits + kPageBits)];
+        Page* p = b->pages[(ref >> kSlotBits) & (kPages - 1)];
+        p->slot[ref & (kSlots - 1)] = value + 1;
+        ++b->live[(ref >> kSlotBits) & (kPages - 1)];
+    }
+    [[gnu::always_inline]] void erase(std::uint64_t ref) {  // no-op when absent
+        if (ref >= kDirect) [[unlikely]] return erase_far(ref);
+        std::uint64_t hi = ref >> (kSlotBits + kPageBits);
+        std::size_t page = (ref >> kSlotBits) & (kPages - 1);
+        Block* b = hi < top_.size() ? top_[hi] : nullptr;
+        Page* p = b != nullptr ? b->pages[page] : nullptr;
+        if (p == nullptr || p->slot[ref & (kSlots - 1)] == 0) return;
+        p->slot[ref & (kSlots - 1)] = 0;
+        --size_;
+        if (--b->live[page] == 0) [[unlikely]] drop_if_empty(hi, page);
+    }
+    [[gnu::noinline]] void erase_far(std::uint64_t ref) {
+        if (far_.find(ref) != kAbsent) --size_;
+        far_.erase(ref);
+    }
+    std::uint64_t size() const { return size_; }
+
+private:
+    static constexpr std::size_t kSlots = std::size_t(1) << kSlotBits;
+    static constexpr std::size_t kPages = std::size_t(1) << kPageBits;
+    static constexpr std::size_t kSpare = 16;
+    struct Page {
+        std::uint32_t slot[kSlots];
+    };
+    static_assert(sizeof(Page) == 4096, "one OS page");
+    struct Block {
+        Page* pages[kPages];
+        std::uint16_t live[kPages];  // live references per page (at most 1024)
+        std::uint64_t live_pages;
+    };
+    // Release page `page` of block `hi` if no reference lives in it and it is not pinned;
+    // then the block too if it has no page left.
+    [[gnu::noinline]] void drop_if_empty(std::uint64_t hi, std::size_t page) {
+        Block* b = top_[hi];
+        if (b == nullptr || b->pages[page] == nullptr || b->live[page] != 0) return;
+        if (hi == pin_hi_ && page == pin_page_) return;
+        Page* p = b->pages[page];
+        b->pages[page] = nullptr;
+        // All zeros again (every slot was emptied): keep a few for reuse. spare_ was
+        // reserved up front, so push_back does not allocate.
+        if (spare_.size() < kSpare) spare_.push_back(p); else std::free(p);
+        if (--b->live_pages == 0) {
+            std::free(b);
+            top_[hi] = nullptr;
+        }
+    }
+    RefMap far_;
+    std::vector<Block*> top_;   // by ref >> 20, grown to the highest block used
+    std::vector<Page*> spare_;  // empty pages kept for reuse
+    std::uint64_t pin_hi_ = ~std::uint64_t(0);  // the page reserve_for() made sure of
+    std::size_t pin_page_ = 0;
+    std::uint64_t size_ = 0;
+    GrowthBudget* budget_;
+};
+// --8<-- [end:refindex]
+
+// --8<-- [start:feedbook]
+// Book mode's storage. All orders of all symbols live in one pool of 32-byte nodes, all
+// price levels in one pool of 24-byte levels; a symbol's FeedBook only maps its prices
+// to levels (one ordered map per side: the best bid is the last key, the best ask the
+// first). A node knows its level, so E C X D touch one order and one level and never
+// look a price up; only A F U (a new order at a price) search the map.
+struct FeedOrder {
+    std::uint64_t ref;
+    std::uint32_t shares;
+    std::uint32_t level;  // index in the level pool
+    std::uint32_t next;   // younger order at the same price, or kNil (free list: next free)
+    std::uint32_t prev;   // older order, or kNil
+    std::uint16_t locate;
+    std::uint8_t side;    // 0 buy, 1 sell
+    std::uint8_t pad_[5];
+};
+static_assert(sizeof(FeedOrder) == 32, "two order nodes per cache line");
+
+struct FeedLevel {
+    std::uint64_t total;  // shares at this price (can exceed 2^32)
+    std::uint32_t head;   // oldest order
+    std::uint32_t tail;   // youngest order
+    std::uint32_t count;  // orders at this price (free list: next free level)
+    std::uint32_t price;
+};
+static_assert(sizeof(FeedLevel) == 24);
+
+// A growable array addressed by uint32 index with a free list threaded through one
+// field of the free items (Link). reserve_one() grows it before an operation changes
+// anything; alloc() then cannot fail. std::vector::reserve leaves the array unchanged
+// if it throws.
+template <class T, std::uint32_t T::*Link>
+class Slab {
+public:
+    explicit Slab(GrowthBudget* budget) : budget_(budget) {}
+    void reserve_one() {
+        if (free_ == kNil && items_.size() == items_.capacity()) [[unlikely]] grow();
+    }
+    std::uint32_t alloc() {
+        ++live_;
+        if (free_ != kNil) {
+            std::uint32_t i = free_;
+            free_ = items_[i].*Link;
+            return i;
+        }
+        items_.emplace_back();  // no reallocation: reserve_one() made room
+        return static_cast<std::uint32_t>(items_.size() - 1);
+    }
+    void release(std::uint32_t i) {
+        items_[i].*Link = free_;
+        free_ = i;
+        --live_;
+    }
+    T& operator[](std::uint32_t i) { return items_[i]; }
+    const T& operator[](std::uint32_t i) const { return items_[i]; }
+    std::size_t live() const { return live_; }
+
+private:
+    void grow() {
+        constexpr std::size_t kMax = kNil;  // indices 0..2^32-2; kNil means "none"
+        if (items_.size() >= kMax) throw std::length_error("more than 2^32-1 live items");
+        budget_->spend();
+        items_.reserve(std::min(kMax, std::max<std::size_t>(16, items_.capacity() * 2)));
+    }
+    std::vector<T> items_;
+    std::uint32_t free_ = kNil;
+    std::size_t live_ = 0;
+    GrowthBudget* budget_;
+};
+
+struct FeedBook {
+    // price -> level index, per side (levels(0) bids, levels(1) asks). The map nodes come from the
+    // market's pool resource: freed nodes are reused, not returned to malloc.
+    using LevelMap = std::pmr::map<std::uint32_t, std::uint32_t>;
+    LevelMap bids, asks;
+    std::uint32_t best[2] = {0, 0};  // best bid, best ask (0: none), kept as levels come
+                                     // and go, so watch() needs no map walk
+    std::uint64_t since = 0;   // when the book became locked or crossed (ITCH ns)
+    std::uint8_t state = 0;    // 0 normal, 1 locked (bid = ask), 2 crossed (bid > ask)
+    explicit FeedBook(std::pmr::memory_resource* r) : bids(r), asks(r) {}
+    LevelMap& levels(int side) { return side == 0 ? bids : asks; }
+    const LevelMap& levels(int side) const { return side == 0 ? bids : asks; }
+};
+// --8<-- [end:feedbook]
 
 // Message counts, fills, anomalies and rejects: what a replay reports.
 struct MarketCounts {
@@ -154,19 +454,32 @@ struct MarketCounts {
     std::uint64_t volume = 0;                            // shares in all fills
 };
 
+// Locked / crossed books (book mode): episodes entered and time spent, by state.
+struct BookStates {
+    std::uint64_t episodes[3] = {0, 0, 0};  // [1] locked, [2] crossed
+    std::uint64_t ns[3] = {0, 0, 0};
+    std::uint64_t now[3] = {0, 0, 0};       // books in the state at the time of asking
+};
+
 class Market {
 public:
     static constexpr std::uint64_t kNoLocate = 0x1'0000;  // locates are uint16
-    // A symbol's price window: 4096 levels of 1/10,000 dollar. Small on purpose: with
-    // thousands of symbols a big window per book would cost more than the orders.
+    // Match mode: a symbol's Book starts with the smallest window (64 levels) and a tiny
+    // pool, and moves to a Book with window_levels levels once it holds kGrowAt orders:
+    // memory follows the live orders, and busy symbols get the fast window.
     static constexpr std::uint64_t kDefaultWindow = 4096;
     static constexpr std::uint32_t kDefaultOrders = 64;
+    static constexpr std::uint64_t kStartWindow = 64;
+    static constexpr std::uint32_t kStartOrders = 4;
+    static constexpr std::size_t kGrowAt = 64;
 
     explicit Market(Mode mode, std::uint64_t window_levels = kDefaultWindow,
                     std::uint32_t initial_orders = kDefaultOrders)
         : mode_(mode), window_(window_levels), initial_orders_(initial_orders),
-          books_(kNoLocate), names_(kNoLocate * 8, ' '), activity_(kNoLocate, 0) {
+          names_(kNoLocate * 8, ' '), activity_(kNoLocate, 0), trading_(kNoLocate, 0),
+          refs_(&budget_), orders_(&budget_), levels_(&budget_) {
         Book probe(window_levels, 16);  // validates window_levels now, not at the first order
+        if (mode_ == Mode::Book) feed_.resize(kNoLocate); else books_.resize(kNoLocate);
     }
 
     Mode mode() const { return mode_; }
@@ -174,53 +487,161 @@ public:
     std::size_t live_orders() const { return refs_.size(); }
     std::size_t books() const { return n_books_; }
     const std::vector<std::uint64_t>& activity() const { return activity_; }
-    const char* stock(std::uint16_t locate) const { return &names_[std::size_t(locate) * 8]; }
-    Book* book(std::uint16_t locate) { return books_[locate].get(); }
-    const Book* book(std::uint16_t locate) const { return books_[locate].get(); }
-    std::uint32_t ref_locate(std::uint64_t ref) const { return refs_.find(ref); }
+    std::string stock(std::uint16_t locate) const { return show_stock(&names_[locate * 8ul]); }
+    // 0 if no H message named the locate, else 0x100 | the trading state byte.
+    std::uint16_t trading_state(std::uint16_t locate) const { return trading_[locate]; }
+    std::size_t applied() const { return applied_; }  // events of the last run() applied
+    void set_growth_budget(std::int64_t steps) { budget_.left = steps; }
+
+    // Match mode's Book of a locate, or nullptr.
+    const Book* book(std::uint16_t locate) const {
+        return mode_ == Mode::Match ? books_[locate].get() : nullptr;
+    }
 
     // --8<-- [start:run]
     // Apply n events in order. Every fill is appended to `fills` with op_index = its
-    // event's index. No allocation once the books, map and fills vector have grown.
+    // event's index. An event either applies entirely or (out of memory) not at all.
     void run(const ItchEvent* ev, std::size_t n, std::vector<FillRecord>& fills) {
+        applied_ = 0;
         for (std::size_t k = 0; k < n; ++k) {
             const ItchEvent& e = ev[k];
-            ++counts_.events[e.type];
             auto idx = static_cast<std::uint32_t>(k);
             switch (e.type) {
                 case 'R': std::memcpy(&names_[std::size_t(e.locate) * 8], e.stock, 8); break;
-                case 'A': case 'F': add(e, idx, fills); break;
-                case 'E': case 'C': execute(e, idx, fills); break;
-                case 'X': cancel(e); break;
-                case 'D': del(e); break;
-                case 'U': replace(e, idx, fills); break;
-                default: break;  // S H P Q B ...: counted only
+                case 'H':  // the trading state: recorded, never gates an update
+                    trading_[e.locate] = static_cast<std::uint16_t>(0x100 | e.side);
+                    break;
+                case 'A': case 'F': case 'E': case 'C': case 'X': case 'D': case 'U':
+                    if (mode_ == Mode::Book) feed(e, idx, fills); else match(e, idx, fills);
+                    ++activity_[e.locate];  // counted once the event has applied
+                    break;
+                default: break;  // S P Q B ...: counted only
             }
+            ++counts_.events[e.type];
+            clock_ = std::max(clock_, e.timestamp);
+            applied_ = k + 1;
         }
     }
     // --8<-- [end:run]
+
+    // ---- queries (both modes) ----
+
+    // Best price and its total shares of one side of a locate's book; price 0 if none.
+    std::uint32_t best(std::uint16_t locate, Side side, std::uint64_t& qty) {
+        qty = 0;
+        if (mode_ == Mode::Match) {
+            Book* b = books_[locate].get();
+            return b == nullptr ? 0 : b->best(side, qty);
+        }
+        const FeedBook* b = feed_[locate].get();
+        if (b == nullptr) return 0;
+        const auto& m = b->levels(int(side));
+        if (m.empty()) return 0;
+        std::uint32_t lv = side == Side::Buy ? m.rbegin()->second : m.begin()->second;
+        qty = levels_[lv].total;
+        return levels_[lv].price;
+    }
+
+    template <class Out>
+    void depth(std::uint16_t locate, Side side, std::int64_t max_levels, Out&& out) const {
+        if (mode_ == Mode::Match) {
+            if (const Book* b = books_[locate].get()) b->depth(side, max_levels, out);
+            return;
+        }
+        const FeedBook* b = feed_[locate].get();
+        if (b == nullptr || max_levels <= 0) return;
+        std::int64_t emitted = 0;
+        auto row = [&](std::uint32_t lv) {
+            const FeedLevel& l = levels_[lv];
+            out(DepthRow{l.price, l.total, l.count});
+            return ++emitted < max_levels;
+        };
+        const auto& m = b->levels(int(side));
+        if (side == Side::Buy) {
+            for (auto it = m.rbegin(); it != m.rend() && row(it->second); ++it) {}
+        } else {
+            for (auto it = m.begin(); it != m.end() && row(it->second); ++it) {}
+        }
+    }
+
+    // (locate, side, price, shares) of a live order.
+    bool order(std::uint64_t ref, std::uint16_t& locate, Side& side, std::uint32_t& price,
+               std::uint32_t& shares) const {
+        std::uint32_t v = refs_.find(ref);
+        if (v == RefMap::kAbsent) return false;
+        if (mode_ == Mode::Match) {
+            locate = static_cast<std::uint16_t>(v);
+            return books_[v]->order(ref, side, price, shares);
+        }
+        const FeedOrder& o = orders_[v];
+        locate = o.locate;
+        side = Side(o.side);
+        price = levels_[o.level].price;
+        shares = o.shares;
+        return true;
+    }
+
+    BookStates book_states() const {
+        BookStates s;
+        for (int k = 1; k < 3; ++k) {
+            s.episodes[k] = states_.episodes[k];
+            s.ns[k] = states_.ns[k];
+        }
+        for (const auto& b : feed_) {
+            if (!b || b->state == 0) continue;
+            ++s.now[b->state];
+            s.ns[b->state] += clock_ > b->since ? clock_ - b->since : 0;  // still open
+        }
+        return s;
+    }
 
     // --8<-- [start:books_csv]
     // The books CSV (DESIGN.md): one row per resting order, by locate, side (B first),
     // price ascending, then priority (place in the level's queue, 0 = next to trade).
     std::string books_csv() const {
         std::string s = "locate,stock,side,price,priority,order_ref,shares\n";
+        char buf[24];
+        auto num = [&](std::uint64_t v) {
+            auto r = std::to_chars(buf, buf + sizeof buf, v);
+            s.append(buf, r.ptr);
+        };
+        auto row = [&](std::size_t loc, const std::string& stock, Side side, std::uint32_t p,
+                       std::uint64_t prio, std::uint64_t id, std::uint32_t q) {
+            num(loc);
+            s += ',';
+            s += stock;
+            s += side == Side::Buy ? ",B," : ",S,";
+            num(p);
+            s += ',';
+            num(prio);
+            s += ',';
+            num(id);
+            s += ',';
+            num(q);
+            s += '\n';
+        };
         struct Row {
             std::uint32_t price;
             std::uint64_t priority, ref;
             std::uint32_t shares;
         };
         std::vector<Row> rows;
-        char buf[24];
-        auto num = [&](std::uint64_t v) {
-            auto r = std::to_chars(buf, buf + sizeof buf, v);
-            s.append(buf, r.ptr);
-        };
         for (std::size_t loc = 0; loc < kNoLocate; ++loc) {
+            std::string stock = show_stock(&names_[loc * 8]);
+            if (mode_ == Mode::Book) {
+                const FeedBook* b = feed_[loc].get();
+                if (b == nullptr) continue;
+                for (Side side : {Side::Buy, Side::Sell}) {
+                    for (const auto& [price, lv] : b->levels(int(side))) {  // price ascending
+                        std::uint64_t prio = 0;
+                        for (std::uint32_t i = levels_[lv].head; i != kNil; i = orders_[i].next)
+                            row(loc, stock, side, price, prio++, orders_[i].ref, orders_[i].shares);
+                    }
+                }
+                continue;
+            }
             const Book* b = books_[loc].get();
             if (b == nullptr || b->size() == 0) continue;
-            std::string stock(&names_[loc * 8], 8);
-            stock.erase(stock.find_last_not_of(' ') + 1);
             for (Side side : {Side::Buy, Side::Sell}) {
                 rows.clear();
                 b->for_each_order(side, [&](std::uint32_t p, std::uint64_t prio,
@@ -231,20 +652,7 @@ public:
                 // each level's queue order is kept).
                 std::stable_sort(rows.begin(), rows.end(),
                                  [](const Row& a, const Row& c) { return a.price < c.price; });
-                for (const Row& r : rows) {
-                    num(loc);
-                    s += ',';
-                    s += stock;
-                    s += side == Side::Buy ? ",B," : ",S,";
-                    num(r.price);
-                    s += ',';
-                    num(r.priority);
-                    s += ',';
-                    num(r.ref);
-                    s += ',';
-                    num(r.shares);
-                    s += '\n';
-                }
+                for (const Row& r : rows) row(loc, stock, side, r.price, r.priority, r.ref, r.shares);
             }
         }
         return s;
@@ -255,184 +663,322 @@ private:
     void anomaly(Anomaly a) { ++counts_.anomalies[static_cast<std::size_t>(a)]; }
     void reject(Reason r) { ++counts_.rejects[static_cast<std::size_t>(r)]; }
 
-    // The book of a locate, created at its first order.
-    Book& book_for(std::uint16_t locate) {
-        std::unique_ptr<Book>& b = books_[locate];
-        if (!b) [[unlikely]] {
-            b = std::make_unique<Book>(window_, initial_orders_);
-            ++n_books_;
-        }
-        return *b;
+    // Room for `n` more fills, made before an event changes anything (doubling, so the
+    // vector grows a logarithmic number of times).
+    static void reserve_fills(std::vector<FillRecord>& fills, std::size_t n) {
+        if (fills.capacity() - fills.size() < n) [[unlikely]]
+            fills.reserve(std::max(fills.capacity() * 2, fills.size() + n));
     }
-
-    // The locate whose book holds `ref` (the map wins over the message), or kAbsent.
-    std::uint32_t locate_of(const ItchEvent& e, std::uint64_t ref) {
-        std::uint32_t loc = refs_.find(ref);
-        if (loc != RefMap::kAbsent && loc != e.locate) anomaly(Anomaly::LocateMismatch);
-        return loc;
-    }
-
-    // Would a `side` order at `price` trade against the opposite side of `b`?
-    static bool crosses(Book& b, Side side, std::uint32_t price) {
-        std::uint64_t qty;
-        std::uint32_t best = b.best(opposite(side), qty);
-        if (best == 0) return false;
-        return side == Side::Buy ? best <= price : best >= price;
-    }
-
-    // Match mode: after an order entered `b`, forget the resting orders its fills (from
-    // index `first` on) removed, and remember the order itself if a remainder rests.
-    void settle(Book& b, std::uint64_t ref, std::uint16_t locate,
-                std::vector<FillRecord>& fills, std::size_t first) {
-        Side s;
-        std::uint32_t p, q;
-        for (std::size_t i = first; i < fills.size(); ++i) {
-            ++counts_.fills;
-            counts_.volume += fills[i].qty;
-            if (!b.order(fills[i].resting_id, s, p, q)) refs_.erase(fills[i].resting_id);
-        }
-        if (b.order(ref, s, p, q)) refs_.insert(ref, locate);
-    }
-
     void emit(std::vector<FillRecord>& fills, std::uint64_t resting, std::uint64_t aggressor,
               std::uint32_t price, std::uint32_t qty, Side side, std::uint32_t idx) {
         fills.push_back(FillRecord{resting, aggressor, price, qty, idx,
-                                   static_cast<std::uint8_t>(side), {}});
+                                   static_cast<std::uint8_t>(side), {}});  // reserved
+        ++counts_.fills;
+        counts_.volume += qty;
     }
 
-    // --8<-- [start:add]
-    void add(const ItchEvent& e, std::uint32_t idx, std::vector<FillRecord>& fills) {
-        ++activity_[e.locate];
-        if (e.side != 'B' && e.side != 'S') {
-            return mode_ == Mode::Book ? anomaly(Anomaly::BadSide) : reject(Reason::BadSide);
+    // ------------------------------------------------------------ book mode
+
+    // --8<-- [start:feed]
+    void feed(const ItchEvent& e, std::uint32_t idx, std::vector<FillRecord>& fills) {
+        if (e.type == 'A' || e.type == 'F') return feed_add(e);
+        if (e.type == 'U' && e.price == 0) return anomaly(Anomaly::BadPrice);
+        if (e.type != 'D' && e.shares == 0) return anomaly(Anomaly::BadShares);
+        std::uint32_t i = refs_.find(e.order_ref);
+        if (i == RefMap::kAbsent) return anomaly(Anomaly::UnknownRef);
+        FeedOrder& o = orders_[i];
+        if (o.locate != e.locate) anomaly(Anomaly::LocateMismatch);  // the map wins
+        FeedBook& b = *feed_[o.locate];
+        switch (e.type) {
+            case 'E': case 'C': {
+                if (e.shares > o.shares) return anomaly(Anomaly::OverExecution);
+                reserve_fills(fills, 1);
+                // E trades at the resting price; C at its own Execution Price, whatever
+                // it is (0 included): the spec says the print is at that price.
+                std::uint32_t price = e.type == 'C' ? e.price : levels_[o.level].price;
+                emit(fills, e.order_ref, 0, price, e.shares, Side(o.side ^ 1), idx);
+                take(b, i, e.shares);  // keeps its place in the queue
+                break;
+            }
+            case 'X':
+                if (e.shares > o.shares) return anomaly(Anomaly::OverCancel);
+                take(b, i, e.shares);
+                break;
+            case 'D':
+                remove(b, i);
+                break;
+            default:  // 'U'
+                if (e.new_order_ref != e.order_ref && refs_.find(e.new_order_ref) != RefMap::kAbsent)
+                    return anomaly(Anomaly::DuplicateRef);
+                replace(b, i, e);
+                break;
         }
-        Side side = e.side == 'B' ? Side::Buy : Side::Sell;
-        if (mode_ == Mode::Book) {
-            if (e.price == 0) return anomaly(Anomaly::BadPrice);
-            if (e.shares == 0) return anomaly(Anomaly::BadShares);
-            if (refs_.find(e.order_ref) != RefMap::kAbsent) return anomaly(Anomaly::DuplicateRef);
-            Book& b = book_for(e.locate);
-            // NASDAQ's own book never crosses: an add that would trade here means this
-            // book has missed a message. The feed handler never matches; it drops the add.
-            if (crosses(b, side, e.price)) return anomaly(Anomaly::Crossed);
-            b.add_limit(e.order_ref, side, e.price, e.shares, [](const Fill&) {});
-            refs_.insert(e.order_ref, e.locate);
-            return;
+        watch(b, e.timestamp);
+    }
+
+    void feed_add(const ItchEvent& e) {
+        if (e.side != 'B' && e.side != 'S') return anomaly(Anomaly::BadSide);
+        if (e.price == 0) return anomaly(Anomaly::BadPrice);
+        if (e.shares == 0) return anomaly(Anomaly::BadShares);
+        if (refs_.find(e.order_ref) != RefMap::kAbsent) return anomaly(Anomaly::DuplicateRef);
+        // Every allocation first; nothing below the level lookup can fail.
+        orders_.reserve_one();
+        levels_.reserve_one();
+        refs_.reserve_for(e.order_ref);
+        std::unique_ptr<FeedBook>& slot = feed_[e.locate];
+        bool created = false;
+        if (!slot) [[unlikely]] {
+            budget_.spend();
+            slot = std::make_unique<FeedBook>(&pool_);
+            created = true;
+            ++n_books_;
         }
-        // Match mode: the same checks, in the Book's order, then the Book matches.
+        FeedBook& b = *slot;
+        int side = e.side == 'B' ? 0 : 1;
+        std::uint32_t lv;
+        try {
+            lv = level_at(b, side, e.price);
+        } catch (...) {
+            if (created) {  // the book this add created goes again: nothing changed
+                slot.reset();
+                --n_books_;
+            }
+            throw;
+        }
+        rest(lv, e.order_ref, e.shares, e.locate, side);
+        watch(b, e.timestamp);
+    }
+
+    // --8<-- [end:feed]
+
+    // --8<-- [start:feed_ops]
+    // The level of a price on one side, created (empty) if absent. May throw (a map node).
+    std::uint32_t level_at(FeedBook& b, int side, std::uint32_t price) {
+        auto& m = b.levels(side);
+        auto it = m.lower_bound(price);
+        if (it != m.end() && it->first == price) return it->second;
+        budget_.spend();
+        it = m.emplace_hint(it, price, kNil);  // may throw; then nothing has changed
+        std::uint32_t lv = levels_.alloc();    // reserved: cannot fail
+        levels_[lv] = FeedLevel{0, kNil, kNil, 0, price};
+        it->second = lv;
+        std::uint32_t& best = b.best[side];
+        if (best == 0 || (side == 0 ? price > best : price < best)) best = price;
+        return lv;
+    }
+
+    // A new order at the back of level lv's queue. Cannot fail (everything reserved).
+    void rest(std::uint32_t lv, std::uint64_t ref, std::uint32_t shares, std::uint16_t locate,
+              int side) {
+        std::uint32_t i = orders_.alloc();
+        FeedLevel& l = levels_[lv];
+        FeedOrder& o = orders_[i];
+        o.ref = ref;
+        o.shares = shares;
+        o.level = lv;
+        o.next = kNil;
+        o.prev = l.tail;
+        o.locate = locate;
+        o.side = static_cast<std::uint8_t>(side);
+        if (l.tail != kNil) orders_[l.tail].next = i; else l.head = i;
+        l.tail = i;
+        l.total += shares;
+        ++l.count;
+        refs_.insert(ref, i);
+    }
+
+    // Take 1..its shares off order i (it keeps its place), removing it at zero.
+    void take(FeedBook& b, std::uint32_t i, std::uint32_t shares) {
+        FeedOrder& o = orders_[i];
+        if (shares == o.shares) return remove(b, i);
+        o.shares -= shares;
+        levels_[o.level].total -= shares;
+    }
+
+    // Forget order i: unlink it, and its reference.
+    void remove(FeedBook& b, std::uint32_t i) {
+        refs_.erase(orders_[i].ref);
+        unlink(b, i);
+    }
+    // Unlink order i from its queue and free its node; an emptied level leaves its map.
+    void unlink(FeedBook& b, std::uint32_t i) {
+        FeedOrder& o = orders_[i];
+        FeedLevel& l = levels_[o.level];
+        if (o.prev != kNil) orders_[o.prev].next = o.next; else l.head = o.next;
+        if (o.next != kNil) orders_[o.next].prev = o.prev; else l.tail = o.prev;
+        l.total -= o.shares;
+        if (--l.count == 0) {
+            auto& m = b.levels(o.side);
+            m.erase(l.price);
+            if (b.best[o.side] == l.price)  // the best level went: the next one is an end
+                b.best[o.side] = m.empty() ? 0 : o.side == 0 ? m.rbegin()->first : m.begin()->first;
+            levels_.release(o.level);
+        }
+        orders_.release(i);
+    }
+
+    // U: the old order leaves, the new one rests at the back of its price, same side.
+    // Everything that can fail (growth, a map node for a new price) comes first. The new
+    // order is linked before the old one leaves: its level then holds at least one order,
+    // so the removal cannot drop the level the new order is in.
+    void replace(FeedBook& b, std::uint32_t i, const ItchEvent& e) {
+        orders_.reserve_one();
+        levels_.reserve_one();
+        refs_.reserve_for(e.new_order_ref);
+        int side = orders_[i].side;
+        std::uint16_t locate = orders_[i].locate;
+        std::uint32_t lv = level_at(b, side, e.price);  // may throw: nothing changed yet
+        refs_.erase(e.order_ref);  // first: the new ref may equal the old one
+        rest(lv, e.new_order_ref, e.shares, locate, side);
+        unlink(b, i);
+    }
+
+    // --8<-- [end:feed_ops]
+
+    // --8<-- [start:watch]
+    // After a book-mode message changed book b: is it locked or crossed now? Counts the
+    // episodes and the time spent in each (a clock going back adds nothing).
+    void watch(FeedBook& b, std::uint64_t ts) {
+        std::uint8_t now = 0;
+        std::uint32_t bid = b.best[0], ask = b.best[1];
+        if (bid != 0 && ask != 0 && bid >= ask) now = bid == ask ? 1 : 2;
+        if (now == b.state) [[likely]] return;
+        if (b.state != 0) states_.ns[b.state] += ts > b.since ? ts - b.since : 0;
+        if (now != 0) {
+            ++states_.episodes[now];
+            b.since = ts;
+        }
+        b.state = now;
+    }
+    // --8<-- [end:watch]
+
+    // ------------------------------------------------------------ match mode
+
+    // --8<-- [start:match]
+    void match(const ItchEvent& e, std::uint32_t idx, std::vector<FillRecord>& fills) {
+        switch (e.type) {
+            case 'A': case 'F': return match_add(e, idx, fills);
+            case 'E': case 'C': return;  // an engine makes its own executions
+            default: break;
+        }
+        if (e.type == 'U' && e.price == 0) return reject(Reason::BadPrice);
+        if (e.type != 'D' && e.shares == 0) return reject(Reason::BadQty);
+        std::uint32_t loc = refs_.find(e.order_ref);
+        if (loc == RefMap::kAbsent) return reject(Reason::UnknownId);
+        if (loc != e.locate) anomaly(Anomaly::LocateMismatch);
+        Book& b = *books_[loc];
+        if (e.type == 'X') {
+            std::uint64_t left;
+            Reason r = b.reduce(e.order_ref, e.shares, left);
+            if (r == Reason::OverReduce) return reject(r);
+            if (left == 0) refs_.erase(e.order_ref);
+        } else if (e.type == 'D') {
+            std::uint64_t removed;
+            b.cancel(e.order_ref, removed);
+            refs_.erase(e.order_ref);
+        } else {  // 'U'
+            if (e.new_order_ref != e.order_ref && refs_.find(e.new_order_ref) != RefMap::kAbsent)
+                return reject(Reason::DuplicateId);
+            reserve_fills(fills, b.size() + 1);  // a replace fills at most every resting order
+            refs_.reserve_for(e.new_order_ref);
+            refs_.erase(e.order_ref);
+            std::size_t first = fills.size();
+            b.replace(e.order_ref, e.new_order_ref, e.price, e.shares, [&](const Fill& f) {
+                emit(fills, f.resting_id, f.aggressor_id, f.price, f.qty, f.aggressor_side, idx);
+            });
+            settle(b, e.new_order_ref, static_cast<std::uint16_t>(loc), fills, first);
+        }
+    }
+
+    void match_add(const ItchEvent& e, std::uint32_t idx, std::vector<FillRecord>& fills) {
+        if (e.side != 'B' && e.side != 'S') return reject(Reason::BadSide);
         if (e.shares == 0) return reject(Reason::BadQty);
         if (refs_.find(e.order_ref) != RefMap::kAbsent) return reject(Reason::DuplicateId);
-        Book& b = book_for(e.locate);
+        refs_.reserve_for(e.order_ref);  // before the book changes: the insert cannot fail
+        std::unique_ptr<Book>& slot = books_[e.locate];
+        bool created = false;
+        if (!slot) [[unlikely]] {
+            budget_.spend();
+            slot = std::make_unique<Book>(std::min(kStartWindow, window_), kStartOrders);
+            created = true;
+            ++n_books_;
+        }
+        Book& b = *slot;
+        Side side = e.side == 'B' ? Side::Buy : Side::Sell;
         std::size_t first = fills.size();
         auto sink = [&](const Fill& f) {
             emit(fills, f.resting_id, f.aggressor_id, f.price, f.qty, f.aggressor_side, idx);
         };
-        if (e.price == 0) {  // the CSV convention: price 0 is a market order
-            std::uint64_t unfilled;
-            b.add_market(e.order_ref, side, e.shares, unfilled, sink);
-        } else {
-            b.add_limit(e.order_ref, side, e.price, e.shares, sink);
+        try {
+            reserve_fills(fills, b.size() + 1);  // an add fills at most every resting order
+            budget_.spend_if(b.pool_capacity() == b.size());  // the test hook: Book growth
+            // The Book grows (if it must) before it changes anything (book.hpp).
+            if (e.price == 0) {  // the CSV convention: price 0 is a market order
+                std::uint64_t unfilled;
+                b.add_market(e.order_ref, side, e.shares, unfilled, sink);
+            } else {
+                b.add_limit(e.order_ref, side, e.price, e.shares, sink);
+            }
+        } catch (...) {
+            if (created) {  // the book this add created goes again: nothing changed
+                slot.reset();
+                --n_books_;
+            }
+            throw;
         }
         settle(b, e.order_ref, e.locate, fills, first);
-    }
-    // --8<-- [end:add]
-
-    // --8<-- [start:execute]
-    void execute(const ItchEvent& e, std::uint32_t idx, std::vector<FillRecord>& fills) {
-        ++activity_[e.locate];
-        if (mode_ == Mode::Match) return;  // an engine makes its own executions
-        if (e.shares == 0) return anomaly(Anomaly::BadShares);
-        std::uint32_t loc = locate_of(e, e.order_ref);
-        if (loc == RefMap::kAbsent) return anomaly(Anomaly::UnknownRef);
-        Book& b = *books_[loc];
-        Side side;
-        std::uint32_t price, qty;
-        b.order(e.order_ref, side, price, qty);
-        if (e.shares > qty) return anomaly(Anomaly::OverExecution);
-        std::uint64_t left;
-        b.reduce(e.order_ref, e.shares, left);  // keeps its place in the queue
-        if (left == 0) refs_.erase(e.order_ref);
-        // C carries its own execution price; E trades at the resting price.
-        emit(fills, e.order_ref, 0, e.type == 'C' ? e.price : price, e.shares, opposite(side),
-             idx);
-        ++counts_.fills;
-        counts_.volume += e.shares;
-    }
-    // --8<-- [end:execute]
-
-    void cancel(const ItchEvent& e) {  // X: a partial cancel
-        ++activity_[e.locate];
-        if (e.shares == 0) {
-            return mode_ == Mode::Book ? anomaly(Anomaly::BadShares) : reject(Reason::BadQty);
-        }
-        std::uint32_t loc = locate_of(e, e.order_ref);
-        if (loc == RefMap::kAbsent) {
-            return mode_ == Mode::Book ? anomaly(Anomaly::UnknownRef) : reject(Reason::UnknownId);
-        }
-        std::uint64_t left;
-        Reason r = books_[loc]->reduce(e.order_ref, e.shares, left);
-        if (r == Reason::OverReduce) {
-            return mode_ == Mode::Book ? anomaly(Anomaly::OverCancel) : reject(r);
-        }
-        if (left == 0) refs_.erase(e.order_ref);
+        if (b.size() >= kGrowAt && b.window_levels() < window_) [[unlikely]] grow(e.locate);
     }
 
-    void del(const ItchEvent& e) {  // D
-        ++activity_[e.locate];
-        std::uint32_t loc = locate_of(e, e.order_ref);
-        if (loc == RefMap::kAbsent) {
-            return mode_ == Mode::Book ? anomaly(Anomaly::UnknownRef) : reject(Reason::UnknownId);
-        }
-        std::uint64_t removed;
-        books_[loc]->cancel(e.order_ref, removed);
-        refs_.erase(e.order_ref);
+    // After an order entered `b`: forget the resting orders its fills (from index
+    // `first` on) removed, and remember the order itself if a remainder rests.
+    void settle(Book& b, std::uint64_t ref, std::uint16_t locate,
+                std::vector<FillRecord>& fills, std::size_t first) {
+        Side s;
+        std::uint32_t p, q;
+        for (std::size_t i = first; i < fills.size(); ++i)
+            if (!b.order(fills[i].resting_id, s, p, q)) refs_.erase(fills[i].resting_id);
+        if (b.order(ref, s, p, q)) refs_.insert(ref, locate);  // reserved before
     }
 
-    // --8<-- [start:replace]
-    void replace(const ItchEvent& e, std::uint32_t idx, std::vector<FillRecord>& fills) {
-        ++activity_[e.locate];
-        const bool book_mode = mode_ == Mode::Book;
-        if (e.price == 0) return book_mode ? anomaly(Anomaly::BadPrice) : reject(Reason::BadPrice);
-        if (e.shares == 0) return book_mode ? anomaly(Anomaly::BadShares) : reject(Reason::BadQty);
-        std::uint32_t loc = locate_of(e, e.order_ref);
-        if (loc == RefMap::kAbsent) {
-            return book_mode ? anomaly(Anomaly::UnknownRef) : reject(Reason::UnknownId);
+    // A busy symbol's Book moves to the full window: a new Book gets every order, side by
+    // side, each level's queue oldest first, so every queue keeps its order (a match-mode
+    // book never crosses, so nothing matches). Growth is only an optimisation: if memory
+    // runs out, the small Book stays.
+    void grow(std::uint16_t locate) {
+        std::unique_ptr<Book>& slot = books_[locate];
+        try {
+            auto big = std::make_unique<Book>(
+                window_, static_cast<std::uint32_t>(std::max<std::size_t>(
+                             initial_orders_, 2 * slot->size())));
+            for (Side side : {Side::Buy, Side::Sell})
+                slot->for_each_order(side, [&](std::uint32_t p, std::uint64_t, std::uint64_t id,
+                                               std::uint32_t q) {
+                    big->add_limit(id, side, p, q, [](const Fill&) {});
+                });
+            slot = std::move(big);
+        } catch (const std::bad_alloc&) {
         }
-        if (e.new_order_ref != e.order_ref && refs_.find(e.new_order_ref) != RefMap::kAbsent) {
-            return book_mode ? anomaly(Anomaly::DuplicateRef) : reject(Reason::DuplicateId);
-        }
-        Book& b = *books_[loc];
-        auto locate = static_cast<std::uint16_t>(loc);
-        refs_.erase(e.order_ref);
-        if (book_mode) {
-            Side side;
-            std::uint32_t price, qty;
-            b.order(e.order_ref, side, price, qty);
-            if (crosses(b, side, e.price)) {  // the old order leaves; the new one is dropped
-                std::uint64_t removed;
-                b.cancel(e.order_ref, removed);
-                return anomaly(Anomaly::Crossed);
-            }
-            b.replace(e.order_ref, e.new_order_ref, e.price, e.shares, [](const Fill&) {});
-            refs_.insert(e.new_order_ref, locate);
-            return;
-        }
-        std::size_t first = fills.size();
-        b.replace(e.order_ref, e.new_order_ref, e.price, e.shares, [&](const Fill& f) {
-            emit(fills, f.resting_id, f.aggressor_id, f.price, f.qty, f.aggressor_side, idx);
-        });
-        settle(b, e.new_order_ref, locate, fills, first);
     }
-    // --8<-- [end:replace]
+    // --8<-- [end:match]
 
     Mode mode_;
     std::uint64_t window_;
     std::uint32_t initial_orders_;
-    std::vector<std::unique_ptr<Book>> books_;  // by locate; null until the first order
+    GrowthBudget budget_;
+    std::vector<std::unique_ptr<Book>> books_;     // match mode, by locate; null until used
+    std::pmr::unsynchronized_pool_resource pool_;  // book mode: the FeedBooks' map nodes
+    std::vector<std::unique_ptr<FeedBook>> feed_;  // book mode, by locate
     std::size_t n_books_ = 0;
-    std::vector<char> names_;                   // 8 space-padded bytes per locate (from R)
+    std::vector<char> names_;                   // 8 raw bytes per locate (from R), ' ' if none
     std::vector<std::uint64_t> activity_;       // book messages (A F E C X D U) per locate
-    RefMap refs_;
+    std::vector<std::uint16_t> trading_;        // 0x100 | trading state of the last H, or 0
+    RefIndex refs_;                             // ref -> order node (book) / locate (match)
+    Slab<FeedOrder, &FeedOrder::next> orders_;  // book mode's orders, all symbols
+    Slab<FeedLevel, &FeedLevel::count> levels_; // book mode's price levels, all symbols
+    BookStates states_;
+    std::uint64_t clock_ = 0;                   // the latest timestamp seen
+    std::size_t applied_ = 0;
     MarketCounts counts_;
 };
 

@@ -4,13 +4,16 @@
 // it in C++ with the GIL released, and returns the fills as a FILL_DTYPE array.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <array>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -50,9 +53,16 @@ Mode to_mode(const std::string& mode) {
     throw nb::value_error(("mode must be 'book' or 'match', got '" + mode + "'").c_str());
 }
 
+// A locate from Python: optimized/market.py has checked it (the same check and message
+// as the naive twin); this is the last line of defence.
 std::uint16_t to_locate(std::int64_t locate) {
-    if (locate < 0 || locate > 0xFFFF) throw nb::value_error("locate must be 0..65535");
+    if (locate < 0 || locate > 0xFFFF)
+        throw nb::value_error(("locate must be 0..65535, got " + std::to_string(locate)).c_str());
     return static_cast<std::uint16_t>(locate);
+}
+
+nb::str text(const std::string& s) {  // show_bytes() output is ASCII: always valid UTF-8
+    return nb::str(s.data(), s.size());
 }
 
 // The fills as a new numpy FILL_DTYPE array (a copy: the vector is reused next run).
@@ -71,10 +81,8 @@ nb::object fills_array(const std::vector<FillRecord>& v) {
 }
 
 Top top_of(Market& m, std::uint16_t locate, Side side) {
-    Book* b = m.book(locate);
-    if (b == nullptr) return std::nullopt;
     std::uint64_t q;
-    std::uint32_t p = b->best(side, q);
+    std::uint32_t p = m.best(locate, side, q);
     if (p == 0) return std::nullopt;
     return std::make_pair(p, q);
 }
@@ -83,6 +91,10 @@ Top top_of(Market& m, std::uint16_t locate, Side side) {
 
 void register_market(nb::module_& m) {
     m.attr("MARKET_ANOMALY_KINDS") = kAnomalyKinds;
+    m.def(
+        "show_bytes",
+        [](nb::bytes raw) { return text(show_bytes(raw.c_str(), raw.size())); }, "raw"_a,
+        "Feed bytes as text: 0x20..0x7e as themselves, any other byte as \\xNN.");
     nb::class_<BoundMarket>(m, "Market", "One book per stock locate (native/market.hpp).")
         .def(
             "__init__",
@@ -114,6 +126,13 @@ void register_market(nb::module_& m) {
                 try {
                     nb::gil_scoped_release nogil;
                     mk.run(ev, n, b.fills);
+                } catch (const std::bad_alloc&) {
+                    b.busy = false;
+                    std::string msg = "out of memory at event " + std::to_string(mk.applied()) +
+                                      ": the events before it are applied, it and later ones "
+                                      "are not (their fills are lost with this error)";
+                    PyErr_SetString(PyExc_MemoryError, msg.c_str());
+                    throw nb::python_error();
                 } catch (...) {
                     b.busy = false;
                     throw;
@@ -152,11 +171,56 @@ void register_market(nb::module_& m) {
         .def(
             "stock",
             [](BoundMarket& b, std::int64_t locate) {
-                std::string s(b.idle().stock(to_locate(locate)), 8);
-                s.erase(s.find_last_not_of(' ') + 1);
-                return s;
+                return text(b.idle().stock(to_locate(locate)));
             },
             "locate"_a, "The symbol a stock directory (R) message gave the locate, or ''.")
+        .def(
+            "trading_state",
+            [](BoundMarket& b, std::int64_t locate) {
+                std::uint16_t t = b.idle().trading_state(to_locate(locate));
+                if (t == 0) return text("");
+                char c = static_cast<char>(t & 0xFF);
+                return text(show_bytes(&c, 1));
+            },
+            "locate"_a, "The trading state byte of the locate's last H message, or ''.")
+        .def(
+            "trading_states",
+            [](BoundMarket& b) {
+                Market& mk = b.idle();
+                std::array<std::uint64_t, 256> by{};
+                for (std::size_t loc = 0; loc < Market::kNoLocate; ++loc) {
+                    std::uint16_t t = mk.trading_state(static_cast<std::uint16_t>(loc));
+                    if (t != 0) ++by[t & 0xFF];
+                }
+                std::map<std::string, std::uint64_t> d;  // show_bytes keys sort as the naive's
+                for (int c = 0; c < 256; ++c) {
+                    if (by[c] == 0) continue;
+                    char ch = static_cast<char>(c);
+                    d[show_bytes(&ch, 1)] = by[c];
+                }
+                return d;
+            },
+            "How many locates are in each trading state (by their last H message).")
+        .def(
+            "book_states",
+            [](BoundMarket& b) {
+                BookStates s = b.idle().book_states();
+                std::vector<std::pair<std::string, std::uint64_t>> d;  // in the naive's order
+                const char* names[3] = {"", "locked", "crossed"};
+                for (int k = 1; k < 3; ++k) {
+                    std::string n = names[k];
+                    d.emplace_back(n, s.episodes[k]);
+                    d.emplace_back(n + "_ns", s.ns[k]);
+                    d.emplace_back(n + "_now", s.now[k]);
+                }
+                return d;
+            },
+            "Locked / crossed books: episodes, time in ITCH ns, books in the state now.")
+        .def(
+            "set_growth_budget",
+            [](BoundMarket& b, std::int64_t steps) { b.idle().set_growth_budget(steps); },
+            "steps"_a, "Test hook: the growth step after `steps` more raises MemoryError "
+                       "(negative: no limit).")
         .def(
             "top",
             [](BoundMarket& b, std::int64_t locate) {
@@ -171,11 +235,9 @@ void register_market(nb::module_& m) {
                 std::uint16_t loc = to_locate(locate);
                 if (side != 0 && side != 1) throw nb::value_error("side must be 0 or 1");
                 std::vector<std::tuple<std::uint32_t, std::uint64_t, std::uint32_t>> rows;
-                Book* bk = b.idle().book(loc);
-                if (bk != nullptr)
-                    bk->depth(Side(side), levels, [&](const DepthRow& r) {
-                        rows.emplace_back(r.price, r.qty, r.count);
-                    });
+                b.idle().depth(loc, Side(side), levels, [&](const DepthRow& r) {
+                    rows.emplace_back(r.price, r.qty, r.count);
+                });
                 return rows;
             },
             "locate"_a, "side"_a, "levels"_a,
@@ -184,17 +246,14 @@ void register_market(nb::module_& m) {
             "order",
             [](BoundMarket& b, std::uint64_t ref)
                 -> std::optional<std::tuple<std::uint32_t, int, std::uint32_t, std::uint32_t>> {
-                Market& mk = b.idle();
-                std::uint32_t loc = mk.ref_locate(ref);
-                if (loc == RefMap::kAbsent) return std::nullopt;
+                std::uint16_t loc;
                 Side s;
                 std::uint32_t p, q;
-                if (!mk.book(static_cast<std::uint16_t>(loc))->order(ref, s, p, q))
-                    return std::nullopt;
-                return std::make_tuple(loc, static_cast<int>(s), p, q);
+                if (!b.idle().order(ref, loc, s, p, q)) return std::nullopt;
+                return std::make_tuple(std::uint32_t(loc), static_cast<int>(s), p, q);
             },
             "order_ref"_a, "(locate, side, price, shares) of a live order, or None.")
         .def(
-            "books_csv", [](BoundMarket& b) { return b.idle().books_csv(); },
+            "books_csv", [](BoundMarket& b) { return text(b.idle().books_csv()); },
             "Every resting order as the books CSV (DESIGN.md), header included.");
 }

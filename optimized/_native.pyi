@@ -334,7 +334,10 @@ GEN_MESSAGES_CSV_HEADER: str
 def gen_messages_csv(buffer: object) -> bytes:
     """Framed ITCH messages -> CSV rows (no header), one per message."""
 
-MARKET_ANOMALY_KINDS: int = 9
+MARKET_ANOMALY_KINDS: int = 8
+
+def show_bytes(raw: bytes) -> str:
+    """Feed bytes as text: 0x20..0x7e as themselves, any other byte as \\xNN."""
 
 class Market:
     """One book per stock locate (native/market.hpp)."""
@@ -366,6 +369,22 @@ class Market:
 
     def stock(self, locate: int) -> str:
         """The symbol a stock directory (R) message gave the locate, or ''."""
+
+    def trading_state(self, locate: int) -> str:
+        """The trading state byte of the locate's last H message, or ''."""
+
+    def trading_states(self) -> dict[str, int]:
+        """How many locates are in each trading state (by their last H message)."""
+
+    def book_states(self) -> list[tuple[str, int]]:
+        """
+        Locked / crossed books: episodes, time in ITCH ns, books in the state now.
+        """
+
+    def set_growth_budget(self, steps: int) -> None:
+        """
+        Test hook: the growth step after `steps` more raises MemoryError (negative: no limit).
+        """
 
     def top(self, locate: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
         """((bid, qty) | None, (ask, qty) | None) of one locate's book."""

@@ -1,12 +1,16 @@
 """Many books in C++ (``native/market.hpp``): the same API as ``naive/market.py``.
 
-One ``twinmatch::Book`` per stock locate, created at the locate's first order with a small
-price window (4,096 levels, calloc'd: untouched pages cost nothing) and a small pool, so
-memory follows the live orders, not the symbols or the price range; far prices use the
-Book's ``std::map`` slow path. A flat open-addressing map resolves every live order
-reference to its locate. ``run(events)`` reads the decoders' ``EVENT_DTYPE`` array in
-place and applies it with the GIL released. The rules (modes, anomalies, rejects) are
-written out in naive/market.py's docstring; both twins count everything alike.
+Book mode keeps every symbol's orders in one pool of 32-byte nodes and every price level
+in one pool of levels; a symbol's book is two ordered maps from price to level, created
+at its first order, so memory follows the live orders and levels, not the symbols or the
+price range. Nothing matches: an add rests even through the other side, and the market
+reports locked and crossed books. Match mode keeps one ``twinmatch::Book`` per locate,
+which starts with the smallest price window and moves to the full one once it holds 64
+orders. One order table resolves every live order reference: indexed directly by the
+reference (pages allocated on demand) below 2^34, a keyed hash table above.
+``run(events)`` reads the decoders' ``EVENT_DTYPE`` array in place and applies it with
+the GIL released. The rules (modes, anomalies, rejects, text) are written out in
+naive/market.py's docstring; both twins count everything alike.
 """
 
 from __future__ import annotations
@@ -18,10 +22,24 @@ import numpy as np
 from optimized import _native
 from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, REASONS, as_records
 
-__all__ = ["ANOMALIES", "MODES", "Market"]
+__all__ = ["ANOMALIES", "BOOK_STATES", "MODES", "Market", "show_bytes"]
 
 MODES: Final = ("book", "match")
+BOOK_STATES: Final = ("locked", "crossed")
 assert _native.MARKET_ANOMALY_KINDS == len(ANOMALIES), "native/market.hpp != dtypes.py"
+
+
+def show_bytes(raw: bytes) -> str:
+    """Feed bytes as text: 0x20..0x7e as themselves, any other byte as ``\\xNN`` (C++)."""
+    return str(_native.show_bytes(raw))
+
+
+def _check_locate(locate: int) -> int:
+    if not isinstance(locate, int) or isinstance(locate, bool):
+        raise TypeError(f"locate must be an int, got {type(locate).__name__}")
+    if not 0 <= locate <= 0xFFFF:
+        raise ValueError(f"locate must be 0..65535, got {locate}")
+    return locate
 
 
 class Market:
@@ -57,7 +75,7 @@ class Market:
         """Events by type, anomalies by kind, rejects by reason."""
         events, anomalies, rejects, _, _ = self._m.raw_counts()
         return {
-            "events": {chr(t): int(n) for t, n in enumerate(events) if n},
+            "events": {show_bytes(bytes([t])): int(n) for t, n in enumerate(events) if n},
             "anomalies": dict(zip(ANOMALIES, (int(n) for n in anomalies), strict=True)),
             "rejects": {REASONS[r]: int(rejects[r]) for r in range(1, len(REASONS))},
         }
@@ -66,14 +84,23 @@ class Market:
         return [(int(loc), int(n)) for loc, n in self._m.activity()]
 
     def stock(self, locate: int) -> str:
-        return str(self._m.stock(locate))
+        return str(self._m.stock(_check_locate(locate)))
+
+    def trading_state(self, locate: int) -> str:
+        return str(self._m.trading_state(_check_locate(locate)))
+
+    def trading_states(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self._m.trading_states().items()}
+
+    def book_states(self) -> dict[str, int]:
+        return {str(k): int(v) for k, v in self._m.book_states()}
 
     def top(self, locate: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-        bid, ask = self._m.top(locate)
+        bid, ask = self._m.top(_check_locate(locate))
         return bid, ask
 
     def depth(self, locate: int, side: int, levels: int) -> list[tuple[int, int, int]]:
-        rows: list[tuple[int, int, int]] = self._m.depth(locate, side, levels)
+        rows: list[tuple[int, int, int]] = self._m.depth(_check_locate(locate), side, levels)
         return rows
 
     def order(self, order_ref: int) -> tuple[int, int, int, int] | None:
@@ -82,3 +109,7 @@ class Market:
 
     def books_csv(self) -> str:
         return str(self._m.books_csv())
+
+    def set_growth_budget(self, steps: int) -> None:
+        """Test hook: the growth step after ``steps`` more raises MemoryError (-1: none)."""
+        self._m.set_growth_budget(steps)

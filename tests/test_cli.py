@@ -1,7 +1,10 @@
-"""`twinmatch demo` end to end, small: both parts run and report identical results."""
+"""`twinmatch demo` end to end, small: both parts run and report identical results; the
+replay report of a feed with hostile text is the same in both twins."""
 
 from __future__ import annotations
 
+import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -24,3 +27,75 @@ def test_demo_reports_identical_results(tmp_path: Path, capsys: pytest.CaptureFi
 def test_demo_refuses_bad_sizes(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", *bad]) == 2
     assert "--feed-messages 0 (skip part 2) or at least" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------ hostile text in the feed
+
+def _rec(msg: bytes) -> bytes:
+    return struct.pack(">H", len(msg)) + msg
+
+
+def _hdr(kind: int, locate: int, ts: int) -> bytes:
+    return bytes([kind]) + struct.pack(">HH", locate, 0) + ts.to_bytes(6, "big")
+
+
+def _r(locate: int, stock: bytes) -> bytes:  # R: stock directory, 39 bytes
+    return _rec(_hdr(ord("R"), locate, 1) + stock + b"QN" + struct.pack(">I", 100) + b"NCZ PNN1N"
+                + struct.pack(">I", 0) + b"N")
+
+
+def _h(locate: int, stock: bytes, state: bytes, ts: int) -> bytes:  # H: trading action
+    return _rec(_hdr(ord("H"), locate, ts) + stock + state + b" " + b"    ")
+
+
+def _a(locate: int, ref: int, side: bytes, shares: int, stock: bytes, price: int, ts: int
+       ) -> bytes:  # A: add order, 36 bytes
+    return _rec(_hdr(ord("A"), locate, ts) + struct.pack(">Q", ref) + side
+                + struct.pack(">I", shares) + stock + struct.pack(">I", price))
+
+
+HOSTILE_NAMES = (b"\x00AB\xff \x80  ", b"NUL\x00    ", b"\xe9T\xc3\xa9    ", b"        ",
+                 b"a;b\\  \x7f ")
+
+
+def hostile_feed() -> bytes:
+    """R/H/A messages whose stock names and states hold NUL, bytes >= 0x80, DEL, a semicolon
+    and a backslash; messages of types 0x80, 0xff and 0; a crossed book."""
+    out = [_r(i + 1, name) for i, name in enumerate(HOSTILE_NAMES)]
+    out += [_h(1, HOSTILE_NAMES[0], b"\xff", 5), _h(2, HOSTILE_NAMES[1], b"\x00", 6)]
+    out += [_a(i + 1, 10 + i, b"B", 100, name, 1000, 10 + i)
+            for i, name in enumerate(HOSTILE_NAMES)]
+    out += [_a(1, 99, b"S", 50, HOSTILE_NAMES[0], 900, 20)]
+    out += [_rec(bytes([0x80]) + bytes(11)), _rec(bytes([0xFF]) + bytes(2)),
+            _rec(bytes([0x00]) + bytes(4))]
+    return b"".join(out)
+
+
+TIMING = ("impl", "seconds", "messages_per_s", "ns_per_message", "peak_rss_mb")
+
+
+def test_hostile_text_one_rule_both_impls(tmp_path: Path,
+                                         capsys: pytest.CaptureFixture[str]) -> None:
+    feed = tmp_path / "hostile.itch"
+    feed.write_bytes(hostile_feed())
+    reports, books, texts = [], [], []
+    for impl in ("naive", "optimized"):
+        csv_path = tmp_path / f"{impl}.books.csv"
+        assert main(["replay", str(feed), "--impl", impl, "--json", "--books",
+                     str(csv_path)]) == 0
+        report = json.loads(capsys.readouterr().out)
+        reports.append({k: v for k, v in report.items() if k not in TIMING})
+        books.append(csv_path.read_text(encoding="ascii"))  # ASCII only: \xNN escapes
+        assert main(["replay", str(feed), "--impl", impl]) == 0
+        texts.append(capsys.readouterr().out.splitlines()[2:])  # no timing lines
+    assert reports[0] == reports[1]
+    assert books[0] == books[1]
+    assert texts[0] == texts[1]
+    report = reports[0]
+    assert report["by_type"] == {"A": 6, "H": 2, "R": 5, "\\x00": 1, "\\x80": 1, "\\xff": 1}
+    assert report["trading_states"] == {"\\x00": 1, "\\xff": 1}
+    stocks = {row["locate"]: row["stock"] for row in report["top"]}
+    assert stocks == {1: "\\x00AB\\xff \\x80", 2: "NUL\\x00", 3: "\\xe9T\\xc3\\xa9", 4: "",
+                      5: "a;b\\  \\x7f"}
+    assert report["book_states"]["crossed"] == 1 and report["book_states"]["crossed_now"] == 1
+    assert books[0].splitlines()[1] == "1,\\x00AB\\xff \\x80,B,1000,0,10,100"

@@ -216,13 +216,14 @@ def records(rows: Sequence[tuple[int, ...]], dtype: np.dtype) -> np.ndarray:
 
 # --8<-- [start:anomalies]
 # Anomaly kinds a book-mode replay counts (naive/market.py, native/market.hpp's Anomaly):
-# things NASDAQ's feed should never say to a handler that saw the whole day.
+# things NASDAQ's feed should never say to a handler that saw the whole day. (A locked or
+# crossed book is not one: NASDAQ's book does lock and cross, e.g. in a halt's quotation
+# period; the market reports how often and how long instead.)
 ANOMALIES: Final[tuple[str, ...]] = (
     "unknown_ref",      # E C X D U name no live order
     "duplicate_ref",    # A F U add a reference that is already live
     "over_execution",   # E C execute more shares than rest
     "over_cancel",      # X cancels more shares than rest
-    "crossed",          # A F U would cross the opposite side: not added
     "bad_price",        # A F U with price 0
     "bad_shares",       # A F E C X U with 0 shares
     "bad_side",         # A F with a side other than B / S

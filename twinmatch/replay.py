@@ -33,6 +33,7 @@ from typing import IO, Any, Final
 
 import numpy as np
 
+from naive.market import show_bytes  # the one text rule (the C++ twin's is the same)
 from twinmatch.dtypes import (
     EVENT_DTYPE,
     FILL_DTYPE,
@@ -350,16 +351,28 @@ def top_of_book(market: Any, n: int = TOP_SYMBOLS) -> list[dict[str, Any]]:
     return rows
 
 
+def type_key(key: str) -> str:
+    """A message-type key as the report shows it: a type byte outside 0x20..0x7e (a
+    decoder's ``chr(code)``) becomes ``\\xNN``, like every other byte from the feed."""
+    if len(key) == 1 and ord(key) < 256:
+        return show_bytes(bytes([ord(key)]))
+    return key
+
+
 def make_report(path: Path, fmt: str, impl: str, mode: str, market: Any,
                 by_type: dict[str, int], seconds: float) -> dict[str, Any]:
     counts = market.counts()
     messages = sum(by_type.values())
+    shown: dict[str, int] = {}
+    for t, n in by_type.items():
+        shown[type_key(t)] = shown.get(type_key(t), 0) + n
     return {
         "file": str(path), "format": fmt, "impl": impl, "mode": mode,
         "messages": messages,
-        "by_type": dict(sorted(by_type.items())),
+        "by_type": dict(sorted(shown.items())),
         "fills": int(market.fills), "volume": int(market.volume),
         "anomalies": counts["anomalies"], "rejects": counts["rejects"],
+        "book_states": market.book_states(), "trading_states": market.trading_states(),
         "live_orders": len(market), "books": int(market.books),
         "seconds": seconds,
         "messages_per_s": messages / seconds if seconds > 0 else 0.0,
@@ -384,6 +397,13 @@ def format_report(r: dict[str, Any]) -> str:
     w("anomalies: " + (" ".join(f"{k}={v:,}" for k, v in nonzero.items()) or "none") + "\n")
     rejects = {k: v for k, v in r["rejects"].items() if v}
     w("rejects: " + (" ".join(f"{k}={v:,}" for k, v in rejects.items()) or "none") + "\n")
+    st = r["book_states"]
+    w(f"locked books: {st['locked']:,} times, {st['locked_ns'] / 1e9:.6f} s in all "
+      f"({st['locked_now']:,} now); crossed: {st['crossed']:,} times, "
+      f"{st['crossed_ns'] / 1e9:.6f} s ({st['crossed_now']:,} now)\n")
+    if r["trading_states"]:
+        w("trading states (last H per symbol): "
+          + " ".join(f"{k}={v:,}" for k, v in r["trading_states"].items()) + "\n")
     if "pcap" in r:
         s = r["pcap"]
         w(f"pcap: {s.get('packets', 0):,} packets, {s.get('gaps', 0):,} gaps "

@@ -66,10 +66,14 @@ def test_delete_twice(mod: ModuleType) -> None:
     assert handler.anomalies["unknown_ref"] == 1
 
 
-def test_cross_is_per_symbol(mod: ModuleType) -> None:
+def test_crossing_add_rests_per_symbol(mod: ModuleType) -> None:
     handler = mod.FeedHandler()
     handler.add(1, 1, 1, 100, 10)   # sell 100 in symbol 1
-    handler.add(2, 2, 0, 105, 10)   # buy 105 in symbol 2: another book, no cross
-    handler.add(1, 3, 0, 100, 10)   # buy 100 in symbol 1: crossed
-    assert handler.anomalies["crossed"] == 1
-    assert sorted(handler.orders) == [1, 2]
+    handler.add(2, 2, 0, 105, 10)   # buy 105 in symbol 2: another book
+    assert handler.state(1) == "" and handler.state(2) == ""
+    handler.add(1, 3, 0, 100, 10)   # buy 100 in symbol 1: locked, and it rests
+    assert handler.state(1) == "locked"
+    handler.add(1, 4, 0, 101, 10)   # buy 101: crossed
+    assert handler.state(1) == "crossed" and handler.state(2) == ""
+    assert sorted(handler.orders) == [1, 2, 3, 4]
+    assert sum(handler.anomalies.values()) == 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-KINDS = ("unknown_ref", "duplicate_ref", "over_execution", "crossed")
+KINDS = ("unknown_ref", "duplicate_ref", "over_execution")
 
 
 class FeedHandler:
@@ -20,9 +20,15 @@ class FeedHandler:
         return max(prices) if side == 0 else min(prices)
 
     def add(self, locate: int, ref: int, side: int, price: int, shares: int) -> None:
-        # TODO: a reference already live is a duplicate_ref; an add priced through the
-        # other side of ITS symbol is crossed. Either way the order is not added.
+        # TODO: a reference already live is a duplicate_ref (and is not added). An add
+        # priced through the other side of its symbol is added all the same: the feed
+        # handler mirrors the feed, and NASDAQ's book does lock and cross.
         self.orders[ref] = [locate, side, price, shares]
+
+    def state(self, locate: int) -> str:
+        """'locked' (best bid = best ask), 'crossed' (bid > ask) or '' for one symbol."""
+        # TODO: compare the symbol's best bid and best ask (see best()).
+        return ""
 
     def execute(self, ref: int, shares: int) -> None:
         # TODO: count unknown_ref and over_execution (and change nothing then); an order

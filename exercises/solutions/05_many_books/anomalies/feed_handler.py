@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-KINDS = ("unknown_ref", "duplicate_ref", "over_execution", "crossed")
+KINDS = ("unknown_ref", "duplicate_ref", "over_execution")
 
 
 class FeedHandler:
@@ -23,11 +23,14 @@ class FeedHandler:
         if ref in self.orders:
             self.anomalies["duplicate_ref"] += 1
             return
-        other = self.best(locate, 1 - side)
-        if other is not None and (other <= price if side == 0 else other >= price):
-            self.anomalies["crossed"] += 1
-            return
-        self.orders[ref] = [locate, side, price, shares]
+        self.orders[ref] = [locate, side, price, shares]  # even through the other side
+
+    def state(self, locate: int) -> str:
+        """'locked' (best bid = best ask), 'crossed' (bid > ask) or '' for one symbol."""
+        bid, ask = self.best(locate, 0), self.best(locate, 1)
+        if bid is None or ask is None or bid < ask:
+            return ""
+        return "locked" if bid == ask else "crossed"
 
     def execute(self, ref: int, shares: int) -> None:
         order = self.orders.get(ref)
