@@ -370,7 +370,9 @@ def targets_html(results: list[dict[str, Any]], data: dict[str, Any], label: str
         bound = ("&le; " if r["at_most"] else "&ge; ") + f"{r['bound']:g}"
         status = {"pass": "met", "FAIL": "<strong>NOT met</strong>"}.get(r["status"], "reported")
         if r.get("kind") == "value":
-            measured = f"{r['value']:.0f} {e(r['unit'])} (need {bound} {e(r['unit'])})"
+            need = ("no target" if r["status"] == "reported"
+                    else f"need {bound} {e(r['unit'])}")
+            measured = f"{r['value']:.0f} {e(r['unit'])} ({need})"
             detail = e(str(r.get("detail", "")))
         else:
             need = "no target" if r["status"] == "reported" else f"need {bound}&times;"

@@ -82,6 +82,9 @@ TARGETS: tuple[Target, ...] = (
     Target("chapter 5", "engine-65536-books-rss",
            "65,536 one-order books: peak RSS of the process within 200 MB", "engine", 200.0,
            at_most=True, kind="value", unit="MB"),
+    Target("chapter 5", "engine-65536-books-4-rss",
+           "65,536 books of 4 orders each: peak RSS of the process", "engine", 0.0,
+           report_only=True, kind="value", unit="MB"),
     Target("chapter 5", "engine-full-day-rss",
            "full-size day (270M messages) in book mode: peak RSS under 2 GB (make bench-day)",
            "engine-day", 2048.0, at_most=True, kind="value", unit="MB"),
@@ -120,8 +123,9 @@ def evaluate(bench: dict[str, Any]) -> list[dict[str, Any]]:
                 continue
             value = float(m["value"])
             ok = value <= t.bound if t.at_most else value >= t.bound
+            status = "reported" if t.report_only else ("pass" if ok else "FAIL")
             results.append({**base, "value": value, "detail": str(m.get("detail", "")),
-                            "status": "pass" if ok else "FAIL"})
+                            "status": status})
             continue
         p = paired.get(t.key)
         if p is None:
@@ -157,7 +161,8 @@ def describe(r: dict[str, Any]) -> tuple[str, str]:
     """(measured, detail) cells of one result: the median ratio with its IQR, or a value."""
     bound = ("<= " if r["at_most"] else ">= ") + f"{r['bound']:g}"
     if r["kind"] == "value":
-        return (f"{r['value']:.0f} {r['unit']} (need {bound} {r['unit']})", r.get("detail", ""))
+        need = "no target" if r["status"] == "reported" else f"need {bound} {r['unit']}"
+        return (f"{r['value']:.0f} {r['unit']} ({need})", r.get("detail", ""))
     need = "no target" if r["status"] == "reported" else f"need {bound}x"
     return (f"{r['ratio']:.2f}x (IQR {r['q1']:.2f}-{r['q3']:.2f}; {need})",
             f"{r['pairs']} pairs; per op {fmt_time(r['fast_s_per_op'])} / "

@@ -415,3 +415,21 @@ def write_uniform_flow(path: str | Path, orders: int = 1_000_000, seed: int = 1)
     return GenResult(paths=[path], messages=orders + 3,
                      counts={"S": 2, "R": 1, "A": orders},
                      seconds=time.perf_counter() - start)
+
+
+def many_locates_events(locates: int = 65_536, per_book: int = 1) -> np.ndarray:
+    """``per_book`` resting buy adds on each locate 0..locates-1 (EVENT_DTYPE, in memory):
+    what many books cost in memory. Prices step down one cent per round; references run
+    1, 2, 3, ... round by round."""
+    from twinmatch.dtypes import EVENT_DTYPE
+
+    n = locates * per_book
+    ev = np.zeros(n, dtype=EVENT_DTYPE)
+    ev["type"] = ord("A")
+    ev["locate"] = np.tile(np.arange(locates, dtype=np.uint16), per_book)
+    ev["order_ref"] = np.arange(1, n + 1, dtype=np.uint64)
+    ev["side"] = ord("B")
+    ev["price"] = 1_000_000 - 100 * np.repeat(np.arange(per_book, dtype=np.uint32), locates)
+    ev["shares"] = 100
+    ev["timestamp"] = np.arange(n, dtype=np.uint64)
+    return ev
