@@ -375,3 +375,52 @@ def test_engine_full_day(benchmark: Any, tmp_path: Path) -> None:
                  "detail": f"replay {report['seconds']:.0f} s in the process "
                            f"({report['ns_per_message']:.0f} ns/message); generation "
                            f"{gen_s:.0f} s"})
+
+
+# ------------------------------------------- plain tests (run in the normal suite)
+
+
+def test_uniform_file_shape() -> None:
+    """Half buys then half sells, prices 10,000..90,000, quantities 1..500, refs 1..n."""
+    n = 2_000
+    events, counts = optimized_itch.decode(uniform_flow_bytes(n, seed=3))
+    assert counts == {"S": 2, "R": 1, "A": n}
+    adds = events[events["type"] == ord("A")]
+    assert adds["order_ref"].tolist() == list(range(1, n + 1))
+    assert set(adds["side"][: n // 2].tolist()) == {ord("B")}
+    assert set(adds["side"][n // 2:].tolist()) == {ord("S")}
+    assert adds["price"].min() >= 10_000 and adds["price"].max() <= 90_000
+    assert adds["shares"].min() >= 1 and adds["shares"].max() <= 500
+    assert len(np.unique(adds["price"])) > n // 2  # spread wide: most prices distinct
+
+
+def test_capped_ref_matches_naive_and_refuses_what_it_cannot_hold() -> None:
+    events, _ = optimized_itch.decode(uniform_flow_bytes(3_000, seed=5))
+    naive = new_market("naive", "match")
+    want = naive.run(events)
+    ref = _native.CappedRef(events.view(np.uint8), 3_000)
+    got = ref.run()
+    assert len(got) == len(want) > 0 and bool((got == want).all())
+    assert ref.resting() == len(naive)
+    assert bool((ref.run() == want).all())  # a second run starts from an empty book again
+    adds = np.flatnonzero(events["type"] == ord("A"))
+    for field, value, words in (("price", 100_001, "price"), ("locate", 2, "locate 1"),
+                                ("order_ref", 3_001, "reference"), ("shares", 0, "shares"),
+                                ("side", ord("X"), "side")):
+        bad = events.copy()
+        bad[field][adds[7]] = value
+        with pytest.raises(ValueError, match=f"event {adds[7]}: .*{words}"):
+            _native.CappedRef(bad.view(np.uint8), 3_000)
+    twice = events.copy()
+    twice["order_ref"][adds[8]] = twice["order_ref"][adds[7]]
+    with pytest.raises(ValueError, match="reused"):
+        _native.CappedRef(twice.view(np.uint8), 3_000)
+
+
+def test_many_locates_events_cover_every_locate() -> None:
+    ev = many_locates_events(65_536, 2)
+    assert len(ev) == 131_072 and len(np.unique(ev["locate"])) == 65_536
+    assert len(np.unique(ev["order_ref"])) == len(ev)
+    market = new_market("optimized", "book")
+    market.run(ev[:4_096 * 2])
+    assert len(market) == 8_192

@@ -20,6 +20,7 @@ Every test first checks both sides' results against the naive twin.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -171,3 +172,33 @@ def test_quartiles_match_numpy() -> None:
     values = [3.0, 1.0, 4.0, 1.5, 9.0, 2.6, 5.0]
     want = np.percentile(values, [25, 50, 75])
     assert quartiles(values) == pytest.approx(tuple(want))
+
+
+def test_targets_judge_the_median_of_per_pair_ratios() -> None:
+    """targets.py reads the paired record: the median ratio and its IQR, not two medians."""
+    import importlib.util
+
+    from tests.bench.paired import summarize
+
+    spec = importlib.util.spec_from_file_location(
+        "tm_targets", Path(__file__).resolve().parents[2] / "scripts" / "targets.py")
+    assert spec is not None and spec.loader is not None
+    targets = importlib.util.module_from_spec(spec)
+    sys.modules["tm_targets"] = targets  # dataclasses look their module up there
+    spec.loader.exec_module(targets)
+    fast, slow = Side("a", lambda _: None, ops=10), Side("b", lambda _: None, ops=10)
+    # Per-pair ratios 120, 90, 110, 95, 105, ...: median 105 even though one pair drifted.
+    fast_s = [1.0] * 11
+    slow_s = [120.0, 90.0, 110.0, 95.0, 105.0, 130.0, 100.0, 108.0, 99.0, 101.0, 500.0]
+    record = summarize("book-batch-vs-naive", fast, slow, fast_s, slow_s, warmup=1)
+    run = {"benchmarks": [{"extra_info": {"paired": record}},
+                          {"extra_info": {"measure": {"key": "engine-65536-books-rss",
+                                                      "value": 250.0, "unit": "MB"}}}]}
+    results = {r["key"]: r for r in targets.evaluate(run)}
+    batch = results["book-batch-vs-naive"]
+    assert batch["ratio"] == pytest.approx(105.0) and batch["status"] == "pass"
+    assert batch["q1"] < 105.0 < batch["q3"] and batch["pairs"] == 11
+    assert results["engine-65536-books-rss"]["status"] == "FAIL"  # 250 MB > 200 MB
+    assert results["book-vs-map"]["status"] == "not measured"
+    table = targets.markdown(list(results.values()), run)
+    assert "105.00x (IQR" in table and "250 MB" in table
