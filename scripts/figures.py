@@ -381,6 +381,8 @@ def targets_html(results: list[dict[str, Any]], data: dict[str, Any], label: str
             detail = (f"{r['pairs']} pairs; {fmt_time(r['fast_s_per_op'])} / "
                       f"{fmt_time(r['slow_s_per_op'])}<br><small>{e(r['fast'])} / "
                       f"{e(r['slow'])}</small>")
+            if r.get("valgrind"):
+                detail += f"<br><small>{e(targets.counts_text(r['valgrind']))}</small>"
         lines.append(f"<tr><th scope=\"row\">{e(r['claim'])}</th><td>{measured}</td>"
                      f"<td>{detail}</td><td>{status}</td></tr>")
     lines += ["</tbody></table>",

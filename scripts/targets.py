@@ -135,6 +135,7 @@ def evaluate(bench: dict[str, Any]) -> list[dict[str, Any]]:
         ok = ratio <= t.bound if t.at_most else ratio >= t.bound
         status = "reported" if t.report_only else ("pass" if ok else "FAIL")
         results.append({**base, "fast": p["fast"], "slow": p["slow"],
+                        "valgrind": p.get("valgrind"),
                         "fast_s_per_op": float(p["fast_s_per_op"]),
                         "slow_s_per_op": float(p["slow_s_per_op"]),
                         "ratio": ratio, "q1": float(p["q1"]), "q3": float(p["q3"]),
@@ -164,9 +165,18 @@ def describe(r: dict[str, Any]) -> tuple[str, str]:
         need = "no target" if r["status"] == "reported" else f"need {bound} {r['unit']}"
         return (f"{r['value']:.0f} {r['unit']} ({need})", r.get("detail", ""))
     need = "no target" if r["status"] == "reported" else f"need {bound}x"
-    return (f"{r['ratio']:.2f}x (IQR {r['q1']:.2f}-{r['q3']:.2f}; {need})",
-            f"{r['pairs']} pairs; per op {fmt_time(r['fast_s_per_op'])} / "
-            f"{fmt_time(r['slow_s_per_op'])} ({r['fast']} / {r['slow']})")
+    detail = (f"{r['pairs']} pairs; per op {fmt_time(r['fast_s_per_op'])} / "
+              f"{fmt_time(r['slow_s_per_op'])} ({r['fast']} / {r['slow']})")
+    if r.get("valgrind"):
+        detail += "; " + counts_text(r["valgrind"])
+    return f"{r['ratio']:.2f}x (IQR {r['q1']:.2f}-{r['q3']:.2f}; {need})", detail
+
+
+def counts_text(v: dict[str, dict[str, float]]) -> str:
+    """Cachegrind's per-op counts of both sides (deterministic; simulated caches)."""
+    f, s = v["fast"], v["slow"]
+    return (f"cachegrind per op (fast / slow): {f['Ir']:.0f} / {s['Ir']:.0f} instructions, "
+            f"{f['D1']:.2f} / {s['D1']:.2f} D1 misses, {f['LL']:.2f} / {s['LL']:.2f} LL misses")
 
 
 def markdown(results: list[dict[str, Any]], bench: dict[str, Any]) -> str:

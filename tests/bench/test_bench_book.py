@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from tests.bench import valgrind
 from tests.bench.conftest import SMALL, cached_flow
 from tests.bench.paired import Side, paired
 from tests.conftest import load_book_impl
@@ -373,5 +374,19 @@ def test_paired_book(benchmark: Any, key: str) -> None:
         fast, slow = (Side(f"{fast_load}/{fast_impl}", fast.run, fast.ops, fast.setup),
                       Side(f"{slow_load}/{slow_impl}", slow.run, slow.ops, slow.setup))
     mode = {m: INCLUDES[m] for m in {fast_impl.split("-")[1], slow_impl.split("-")[1]}}
-    paired(benchmark, key, fast, slow, pairs=pairs, warmup=1, workload=workload,
-           includes="; ".join(f"{k}: {v}" for k, v in mode.items()))
+    record = paired(benchmark, key, fast, slow, pairs=pairs, warmup=1, workload=workload,
+                    includes="; ".join(f"{k}: {v}" for k, v in mode.items()))
+    both_cpp = not fast_impl.startswith("naive") and not slow_impl.startswith("naive")
+    if both_cpp and fast_impl.endswith(("batch", "cpp")) and valgrind.available(SMALL):
+        record["valgrind"] = {"fast": book_counts(fast_impl, fast_load),
+                              "slow": book_counts(slow_impl, slow_load)}
+
+
+def book_counts(impl: str, workload: str) -> dict[str, float]:
+    """Cachegrind's per-op counts of one apply() on a prepared book (tests/bench/valgrind.py)."""
+    call = "book.apply_ns(ops)" if impl.endswith("cpp") else "book.apply(ops)"
+    setup = ("from tests.bench.test_bench_book import WORKLOADS, prepare_for\n"
+             f"prepare = prepare_for({impl!r}, {workload!r})\n"
+             f"ops = WORKLOADS[{workload!r}][1]()\n"
+             f"def run(book):\n    {call}\n")
+    return valgrind.counts(setup, len(WORKLOADS[workload][1]()))

@@ -50,6 +50,7 @@ import pytest
 
 import optimized.itch as optimized_itch
 from optimized import _native
+from tests.bench import valgrind
 from tests.bench.conftest import SMALL
 from tests.bench.paired import Side, paired
 from twinmatch.gen import many_locates_events, uniform_flow_bytes, write_market_day
@@ -232,8 +233,30 @@ def test_paired_engine_uniform(benchmark: Any,
     # The reference is the fast side: the ratio is the market's time over the ceiling's.
     fast = Side("capped-ref", wall(ref.run), ops=UNIFORM_N)
     slow = Side("optimized", wall(lambda: run_market(events)), ops=UNIFORM_N)
-    paired(benchmark, "engine-match-vs-capped", fast, slow, pairs=21, warmup=1,
-           workload="uniform", messages=UNIFORM_N, includes=INCLUDES["uniform"])
+    record = paired(benchmark, "engine-match-vs-capped", fast, slow, pairs=21, warmup=1,
+                    workload="uniform", messages=UNIFORM_N, includes=INCLUDES["uniform"])
+    if valgrind.available(SMALL):  # deterministic counts of the same two calls
+        record["valgrind"] = {
+            side: valgrind.counts(UNIFORM_SETUP.format(n=UNIFORM_N, run=call), UNIFORM_N)
+            for side, call in (("fast", "ref.run()"),
+                               ("slow", 'new_market("optimized", "match").run(events)'))}
+
+
+# The uniform file's events and a checked reference, as a child process builds them for
+# cachegrind (tests/bench/valgrind.py): the same calls as the timed rounds.
+UNIFORM_SETUP = """
+import numpy as np
+from optimized import _native
+import optimized.itch as optimized_itch
+from twinmatch.gen import uniform_flow_bytes
+from twinmatch.replay import new_market
+events, _ = optimized_itch.decode(uniform_flow_bytes({n}, seed=1))
+ref = _native.CappedRef(events.view(np.uint8), {n})
+def prepare():
+    return None
+def run(state):
+    {run}
+"""
 
 
 # --------------------------------------------------------------- 3. cost growth
