@@ -447,3 +447,15 @@ def test_many_locates_events_cover_every_locate() -> None:
     market = new_market("optimized", "book")
     market.run(ev[:4_096 * 2])
     assert len(market) == 8_192
+
+
+def test_twinmatch_gen_uniform_writes_the_file(tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from twinmatch.cli import main
+
+    out = tmp_path / "uniform.itch"
+    assert main(["gen", "uniform", "--orders", "100", "--seed", "2", "--out", str(out)]) == 0
+    assert out.read_bytes() == uniform_flow_bytes(100, seed=2)
+    assert "A=100" in capsys.readouterr().out
+    report = replay(out, "optimized", "match").report
+    assert report["by_type"] == {"A": 100, "R": 1, "S": 2} and report["fills"] > 0
