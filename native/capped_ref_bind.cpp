@@ -17,9 +17,12 @@ namespace {
 
 using InBuf = nb::ndarray<const std::uint8_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
 
+// The reference, its fills vector, and a busy flag: run() releases the GIL, and a second
+// thread running the same reference meanwhile would share its arrays.
 struct BoundRef {
     CappedRef ref;
     std::vector<FillRecord> fills;
+    bool busy = false;
     BoundRef(const ItchEvent* ev, std::size_t n, std::uint64_t max_refs) : ref(ev, n, max_refs) {}
 };
 
@@ -49,11 +52,17 @@ void register_capped_ref(nb::module_& m) {
         .def(
             "run",
             [](BoundRef& b) {
+                if (b.busy) throw std::runtime_error("CappedRef is busy in another thread");
                 b.fills.clear();
-                {
+                b.busy = true;
+                try {
                     nb::gil_scoped_release nogil;
-                    b.ref.run(b.fills);
+                    b.ref.run(b.fills);  // throws only std::bad_alloc, before any matching
+                } catch (...) {
+                    b.busy = false;
+                    throw;
                 }
+                b.busy = false;
                 nb::object dtypes = nb::module_::import_("twinmatch.dtypes");
                 nb::object np = nb::module_::import_("numpy");
                 nb::object a = np.attr("zeros")(b.fills.size(),
@@ -69,6 +78,10 @@ void register_capped_ref(nb::module_& m) {
             },
             nb::sig("def run(self) -> numpy.typing.NDArray[numpy.void]"),
             "Match every add from an empty book; returns the fills (FILL_DTYPE).")
-        .def("resting", [](BoundRef& b) { return b.ref.resting(); },
+        .def("resting",
+             [](BoundRef& b) {
+                 if (b.busy) throw std::runtime_error("CappedRef is busy in another thread");
+                 return b.ref.resting();
+             },
              "Orders resting after the last run().");
 }
