@@ -100,7 +100,7 @@ bench-day: $(BENCH_STAMP)
 	TWINMATCH_BENCH_DAY=1 TWINMATCH_BENCH_DAY_DIR=out/bench-day $(VENV)/bin/pytest \
 	  tests/bench/test_bench_engine.py -k full_day -p no:cacheprovider --benchmark-only \
 	  --benchmark-json=out/bench-day.json --benchmark-columns=median,rounds -q
-	$(PY) scripts/targets.py out/bench-day.json
+	$(PY) scripts/targets.py out/bench-day.json --only engine-full-day-rss
 
 # The book with fresh numbers from this machine (a missed target is reported in the
 # book, not fatal here).

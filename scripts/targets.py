@@ -1,6 +1,7 @@
 """Assert the speed targets over one pytest-benchmark JSON run.
 
 Usage: python scripts/targets.py out/bench.json [more.json ...] [--markdown FILE] [--no-fail]
+       [--only KEY,KEY]
 
 Every ratio target is measured **paired** (tests/bench/paired.py): the two sides' rounds
 interleaved in one process (A B A B ..., at least 11 pairs, after a warm-up), the target
@@ -210,9 +211,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("bench", type=Path, nargs="+", help="pytest-benchmark JSON file(s)")
     parser.add_argument("--markdown", type=Path, help="also write the table here")
     parser.add_argument("--no-fail", action="store_true", help="report only, exit 0")
+    parser.add_argument("--only", help="comma-separated target keys: judge only these")
     args = parser.parse_args(argv)
     bench = merge([json.loads(p.read_text()) for p in args.bench])
     results = evaluate(bench)
+    if args.only:
+        keep = set(args.only.split(","))
+        unknown = keep - {t.key for t in TARGETS}
+        if unknown:
+            parser.error(f"unknown target key(s): {', '.join(sorted(unknown))}")
+        results = [r for r in results if r["key"] in keep]
     table = markdown(results, bench)
     print(table)
     if args.markdown:
