@@ -95,6 +95,7 @@ bench: bench-run
 # A full-size day (270M messages, a real NASDAQ day's size; about 8 GB in out/bench-day,
 # deleted afterwards) generated and replayed in book mode in a fresh process: wall time and
 # peak RSS into out/bench-day.json, then its target (peak RSS under 2 GB). Not in make test.
+# Minutes, not seconds: the target's row reports how long generation and replay took.
 bench-day: $(BENCH_STAMP)
 	mkdir -p out/bench-day
 	TWINMATCH_BENCH_DAY=1 TWINMATCH_BENCH_DAY_DIR=out/bench-day $(VENV)/bin/pytest \
