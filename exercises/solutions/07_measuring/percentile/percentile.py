@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
-
 def percentile(counts: list[int], width_ns: int, overflow: int, maximum: int, p: float) -> int:
     """The p-th percentile (0 < p <= 100) of the values a histogram counted.
 
@@ -12,11 +9,14 @@ def percentile(counts: list[int], width_ns: int, overflow: int, maximum: int, p:
     ``overflow`` values were past the last bucket; ``maximum`` is the largest value.
     Answer: the upper edge of the bucket holding the ceil(p/100 * n)-th smallest value,
     but never more than ``maximum``; in the overflow bucket, ``maximum``. 0 when empty.
+    The rank is computed in integers (p as parts per million): in floating point,
+    99.9 / 100 * 1000 is 999.0000000000001, whose ceiling is the 1,000th value.
     """
     n = sum(counts) + overflow
     if n == 0:
         return 0
-    rank = min(max(math.ceil(p / 100 * n), 1), n)
+    ppm = round(p * 10_000)  # 99.9 -> 999_000
+    rank = min(max((ppm * n + 999_999) // 1_000_000, 1), n)  # ceil, in integers
     seen = 0
     for i, c in enumerate(counts):
         seen += c
