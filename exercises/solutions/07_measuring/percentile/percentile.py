@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+
 def percentile(counts: list[int], width_ns: int, overflow: int, maximum: int, p: float) -> int:
     """The p-th percentile (0 < p <= 100) of the values a histogram counted.
 
