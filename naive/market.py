@@ -33,7 +33,8 @@ reference to its locate. Every ITCH message also carries a locate: when the two 
 the dict wins and the message counts as ``locate_mismatch``.
 
 Text from the feed (stock names, type and trading-state bytes) is shown by one rule,
-:func:`show_bytes`: printable ASCII as itself, any other byte as ``\\xNN``.
+:func:`twinmatch.feed_text.show_bytes`: printable ASCII as itself (but backslash, comma and
+double quote), any other byte as ``\\xNN``.
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ import numpy as np
 
 from naive.book import Book, Fill, OrderRejected, Side
 from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, FILL_DTYPE, REASONS, as_records, records
+from twinmatch.feed_text import show_bytes, show_stock
 
 __all__ = ["ANOMALIES", "BOOK_STATES", "MODES", "FeedBook", "Market", "show_bytes"]
 
@@ -57,15 +59,6 @@ _NORMAL, _LOCKED, _CROSSED = 0, 1, 2
 FillRow = tuple[int, int, int, int, int, int]
 
 
-# --8<-- [start:show_bytes]
-def show_bytes(raw: bytes) -> str:
-    """Feed bytes as text: 0x20..0x7e as themselves, any other byte as ``\\xNN``.
-
-    A stock name is shown with its trailing spaces stripped (only spaces: a NUL is
-    shown, as ``\\x00``). Both twins, the report and the books CSV use this rule.
-    """
-    return "".join(chr(b) if 0x20 <= b <= 0x7E else f"\\x{b:02x}" for b in raw)
-# --8<-- [end:show_bytes]
 
 
 def _check_locate(locate: int) -> int:
@@ -206,7 +199,7 @@ class Market:
 
     def stock(self, locate: int) -> str:
         """The symbol an R message gave the locate (show_bytes, trailing spaces cut), or ''."""
-        return show_bytes(self._names.get(_check_locate(locate), b"").rstrip(b" "))
+        return show_stock(self._names.get(_check_locate(locate), b""))
 
     def trading_state(self, locate: int) -> str:
         """The trading state (H T P Q ...) of the locate's last H message, or ''."""

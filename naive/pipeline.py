@@ -36,13 +36,9 @@ from naive.histogram import Histogram
 from naive.itch import LENGTHS, event_row, parse_message, tail_error
 from naive.market import Market
 from twinmatch.dtypes import EVENT_DTYPE
+from twinmatch.feed_text import type_key
 from twinmatch.itch_errors import ItchError
-from twinmatch.pipeline_contract import (
-    PipelineInterrupted,
-    check_capacity,
-    run_threads,
-    type_key,
-)
+from twinmatch.pipeline_contract import PipelineInterrupted, check_capacity, run_threads
 
 __all__ = ["POLICIES", "Pipeline"]
 

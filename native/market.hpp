@@ -49,34 +49,10 @@
 
 #include "book.hpp"
 #include "dtypes.hpp"
+#include "feed_text.hpp"
 
 namespace twinmatch {
 
-// --8<-- [start:show_bytes]
-// Feed bytes as text, one rule in both twins (naive.market.show_bytes): 0x20..0x7e as
-// themselves, any other byte as \xNN (two lowercase hex digits). Never invalid UTF-8.
-inline std::string show_bytes(const char* p, std::size_t n) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string s;
-    for (std::size_t i = 0; i < n; ++i) {
-        auto c = static_cast<unsigned char>(p[i]);
-        if (c >= 0x20 && c <= 0x7e) {
-            s += static_cast<char>(c);
-        } else {
-            s += "\\x";
-            s += kHex[c >> 4];
-            s += kHex[c & 15];
-        }
-    }
-    return s;
-}
-// A stock name: its 8 bytes with trailing spaces (only spaces) cut, then show_bytes.
-inline std::string show_stock(const char* p8) {
-    std::size_t n = 8;
-    while (n > 0 && p8[n - 1] == ' ') --n;
-    return show_bytes(p8, n);
-}
-// --8<-- [end:show_bytes]
 
 // --8<-- [start:anomalies]
 // Anomaly kinds (book mode); the numbers are ANOMALIES' indices in twinmatch/dtypes.py.

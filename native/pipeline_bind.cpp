@@ -16,6 +16,7 @@
 #include <tuple>
 #include <vector>
 
+#include "feed_text.hpp"
 #include "histogram.hpp"
 #include "pipeline.hpp"
 #include "read_buffer.hpp"
@@ -64,14 +65,6 @@ struct BoundPipeline {
         return p;
     }
 };
-
-// A message type byte as a report key: the one rule of twinmatch/pipeline_contract.py's
-// type_key (printable ASCII as itself, anything else as backslash x and two hex digits).
-std::string type_key(int t) {
-    if (t >= 0x20 && t <= 0x7e) return std::string(1, static_cast<char>(t));
-    static const char hex[] = "0123456789abcdef";
-    return std::string{'\\', 'x', hex[(t >> 4) & 15], hex[t & 15]};
-}
 
 nb::dict hist_summary(const Histogram& h) {
     nb::dict d;

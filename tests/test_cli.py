@@ -96,6 +96,6 @@ def test_hostile_text_one_rule_both_impls(tmp_path: Path,
     assert report["trading_states"] == {"\\x00": 1, "\\xff": 1}
     stocks = {row["locate"]: row["stock"] for row in report["top"]}
     assert stocks == {1: "\\x00AB\\xff \\x80", 2: "NUL\\x00", 3: "\\xe9T\\xc3\\xa9", 4: "",
-                      5: "a;b\\  \\x7f"}
+                      5: "a;b\\x5c  \\x7f"}
     assert report["book_states"]["crossed"] == 1 and report["book_states"]["crossed_now"] == 1
     assert books[0].splitlines()[1] == "1,\\x00AB\\xff \\x80,B,1000,0,10,100"

@@ -651,3 +651,20 @@ def test_scale_5m_naive(tmp_path: Path) -> None:
           f"peak {r['peak_rss_mb']:.0f} MB")
     assert sum(r["anomalies"].values()) == 0
     assert result.market.books_csv() == (tmp_path / "day.books.csv").read_text()
+
+
+@pytest.mark.parametrize("raw, shown", [
+    (b"AAPL", "AAPL"),
+    (b"a,b", "a\\x2cb"),          # a comma would split a books-CSV column
+    (b'q"x', "q\\x22x"),          # a double quote would open a quoted CSV field
+    (b"back\\", "back\\x5c"),     # the escape character itself is escaped: reversible
+    (b"\x00\x7f\x80\xff ~", "\\x00\\x7f\\x80\\xff ~"),
+])
+def test_feed_text_rule_is_one_rule(raw: bytes, shown: str) -> None:
+    from optimized.market import show_bytes as native_show
+    from twinmatch.feed_text import show_bytes
+
+    assert show_bytes(raw) == shown
+    assert native_show(raw) == shown
+    # Reversible: every escape is \xNN and a backslash never appears otherwise.
+    assert shown.encode().decode("unicode_escape").encode("latin-1") == raw

@@ -7,7 +7,7 @@
   (:func:`percentile_ppm`): both twins call these before they touch their state.
 * The one rule for ring and queue capacities (:func:`check_capacity`), checked before
   anything is allocated.
-* How a message type byte is spelled in a report (:func:`type_key`).
+* (How a message type byte is spelled in a report: :func:`twinmatch.feed_text.type_key`.)
 * How a run ends on Ctrl-C (:func:`run_threads`, :class:`PipelineInterrupted`).
 """
 
@@ -21,7 +21,7 @@ from typing import Any, Final
 
 __all__ = ["BUCKETS", "MAX_LATENCY", "PERCENTILES", "RING_CAPACITY_MAX", "SUB_BUCKETS",
            "SUB_BUCKET_BITS", "PipelineInterrupted", "check_capacity", "check_latency",
-           "run_threads", "percentile_ppm", "type_key"]
+           "run_threads", "percentile_ppm"]
 
 # --8<-- [start:layout]
 # Values below 2 * SUB_BUCKETS (64 ns) get one bucket each (exact). Above, each power of
@@ -86,12 +86,6 @@ def check_capacity(name: str, value: object) -> int:
     return n
 
 
-# --8<-- [start:type_key]
-def type_key(code: int) -> str:
-    """A message type byte as a report key: the character itself when it is printable
-    ASCII ('A', 'S', ...), else backslash-x and two lowercase hex digits ('\\x80', '\\x00')."""
-    return chr(code) if 0x20 <= code <= 0x7E else f"\\x{code:02x}"
-# --8<-- [end:type_key]
 
 
 class PipelineInterrupted(KeyboardInterrupt):

@@ -33,7 +33,6 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from naive.market import show_bytes  # the one text rule (the C++ twin's is the same)
 from twinmatch.dtypes import (
     EVENT_DTYPE,
     FILL_DTYPE,
@@ -43,6 +42,7 @@ from twinmatch.dtypes import (
     OPS_DTYPE,
     concat_records,
 )
+from twinmatch.feed_text import show_bytes  # the one text rule (C++: native/feed_text.hpp)
 from twinmatch.itch_files import CAPTURE_MAGICS, GZIP_MAGIC
 
 IMPLS: Final = ("naive", "optimized")
