@@ -99,3 +99,16 @@ def test_hostile_text_one_rule_both_impls(tmp_path: Path,
                       5: "a;b\\x5c  \\x7f"}
     assert report["book_states"]["crossed"] == 1 and report["book_states"]["crossed_now"] == 1
     assert books[0].splitlines()[1] == "1,\\x00AB\\xff \\x80,B,1000,0,10,100"
+
+
+def test_peak_rss_is_this_process_not_its_parent(tmp_path: Path) -> None:
+    # ru_maxrss survives exec on Linux: a small replay started by a process that once held
+    # 300 MB would report 300 MB. VmHWM is the child's own high-water mark.
+    import subprocess
+    import sys
+    code = ("import os, sys; b = bytearray(300 << 20); b[::4096] = b'x' * len(b[::4096]); "
+            "del b; os.execv(sys.executable, [sys.executable, '-c', "
+            "'from twinmatch.replay import peak_rss_mb; print(peak_rss_mb())'])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert float(out) < 250, out

@@ -274,7 +274,17 @@ def write_fills(out: IO[str], fills: np.ndarray) -> None:
 
 
 def peak_rss_mb() -> float:
-    """The process's peak resident memory (Linux reports ru_maxrss in KiB)."""
+    """This process's peak resident memory in MiB: Linux's VmHWM (/proc/self/status).
+
+    getrusage's ru_maxrss is the fallback only: Linux carries it across exec, so a replay
+    started by a large parent (pytest, a notebook) would report the parent's peak.
+    """
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
