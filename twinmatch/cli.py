@@ -4,20 +4,26 @@ from __future__ import annotations
 
 import argparse
 import platform
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+# Only the standard library at module level: `twinmatch --help` and a bad argument
+# cost no numpy and no native module. Each command imports what it uses.
+if TYPE_CHECKING:
+    import numpy as np
 
-from twinmatch.flow import cached_order_flow
-from twinmatch.gen import FORMATS, GenResult, write_csv_flow, write_itch_flow, write_market_day
+    from twinmatch.gen import GenResult
 
-Runner = Callable[[Any, np.ndarray], tuple[np.ndarray, np.ndarray]]
+# The feed formats of `gen market` (twinmatch.gen.FORMATS; a test keeps them equal).
+GEN_FORMATS = ("itch", "gz", "pcap", "csv")
 
 
 def _fills_key(fills: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.ascontiguousarray(fills).tobytes()
 
 
@@ -32,6 +38,7 @@ def demo(args: argparse.Namespace) -> int:
     from optimized import _native
     from optimized.book import Book as OptimizedBook
     from optimized.book import MapBook
+    from twinmatch.flow import cached_order_flow
 
     demo_symbols = 200
     least = int(_native.GenSimulator.minimum_messages(demo_symbols))
@@ -89,6 +96,7 @@ def demo(args: argparse.Namespace) -> int:
 
 def _demo_feed(messages: int, seed: int, out: Path, symbols: int) -> bool:
     """Part two: a generated ITCH day replayed through both twins' many-book markets."""
+    from twinmatch.gen import write_market_day
     from twinmatch.replay import replay
 
     made = write_market_day(out, messages, symbols=symbols, seed=seed, name="demo-day")
@@ -130,21 +138,37 @@ def _report(what: str, result: GenResult) -> None:
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
 
 
+def _bad_argument(command: str, exc: Exception) -> int:
+    """A refused argument: one line on stderr, exit status 2 (as argparse does)."""
+    print(f"twinmatch {command}: error: {exc}", file=sys.stderr)
+    return 2
+
+
 def gen_market(args: argparse.Namespace) -> int:
     """A market-data day: ITCH the simulated exchange publishes, plus its final books."""
+    from twinmatch.gen import FORMATS, GenArgumentError, write_market_day
+
     formats = list(FORMATS) if args.format == "all" else [args.format]
-    result = write_market_day(args.out, args.messages, args.symbols, args.seed, formats,
-                              args.name, args.gzip_level)
+    try:
+        result = write_market_day(args.out, args.messages, args.symbols, args.seed, formats,
+                                  args.name, args.gzip_level)
+    except GenArgumentError as exc:
+        return _bad_argument("gen market", exc)
     _report("market", result)
     return 0
 
 
 def gen_flow(args: argparse.Namespace) -> int:
     """Order flow for a matching engine: CSV (one symbol) or ITCH (many symbols)."""
-    if args.format == "csv":
-        result = write_csv_flow(args.out, args.orders, args.seed)
-    else:
-        result = write_itch_flow(args.out, args.orders, args.symbols, args.seed)
+    from twinmatch.gen import GenArgumentError, write_csv_flow, write_itch_flow
+
+    try:
+        if args.format == "csv":
+            result = write_csv_flow(args.out, args.orders, args.seed)
+        else:
+            result = write_itch_flow(args.out, args.orders, args.symbols, args.seed)
+    except GenArgumentError as exc:
+        return _bad_argument("gen flow", exc)
     _report("flow", result)
     return 0
 
@@ -227,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=1)
     m.add_argument("--out", type=Path, required=True, help="output directory")
     m.add_argument("--name", default="day", help="file stem: NAME.itch, NAME.books.csv, ...")
-    m.add_argument("--format", choices=[*FORMATS, "all"], default="itch")
+    m.add_argument("--format", choices=[*GEN_FORMATS, "all"], default="itch")
     m.add_argument("--gzip-level", type=int, default=1, choices=range(1, 10), metavar="1-9",
                    help="1 (default) is fast; 6 is gzip's default, ~4x slower, ~10%% smaller")
     m.set_defaults(func=gen_market)
