@@ -134,11 +134,15 @@ sanitize-threads:
 	  -o build/tsan/ring_stress
 	TSAN_OPTIONS=halt_on_error=1 build/tsan/ring_stress 2000000 64
 
-# Longer coverage-guided fuzzing of both twins' decoders (atheris), 2 minutes per target.
+# Longer coverage-guided fuzzing of both twins' decoders (atheris), 2 minutes per target;
+# then the differential replay of mutated feeds (tests/test_hostile.py), many examples.
 FUZZ_SECONDS ?= 120
+FUZZ_EXAMPLES ?= 3000
 fuzz: build
 	$(PY) tests/fuzz/fuzz_itch.py -max_total_time=$(FUZZ_SECONDS)
 	$(PY) tests/fuzz/fuzz_pcap.py -max_total_time=$(FUZZ_SECONDS)
+	TWINMATCH_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(VENV)/bin/pytest -q -p no:cacheprovider \
+	  --timeout=3600 tests/test_hostile.py -k mutated
 
 clean:
 	rm -rf build site out .pytest_cache .mypy_cache .ruff_cache .hypothesis $(ASAN_VENV)

@@ -543,3 +543,10 @@ def test_write_day_refuses_before_writing(tmp_path: Path, kwargs: dict[str, obje
     with pytest.raises(ValueError, match="orders must be 0.."):
         gen.write_csv_flow(tmp_path / "o.csv", -1)
     assert not (tmp_path / "f.itch").exists() and not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("convert", [gen.pcap_from_itch, gen.messages_csv])
+@pytest.mark.parametrize("bad", [None, "text", 12, [1, 2]])
+def test_converters_refuse_non_buffers(convert: Any, bad: object) -> None:
+    with pytest.raises(TypeError, match=r"^raw must be a bytes-like object, not \w+$"):
+        convert(bad)

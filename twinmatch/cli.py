@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import time
@@ -173,8 +174,56 @@ def gen_flow(args: argparse.Namespace) -> int:
     return 0
 
 
+def _input_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a feed (checked before opening it: a FIFO would
+    block the open), or None."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return f"{path}: no such file"
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return f"{path}: is a directory, not a feed file"
+    if not stat.S_ISREG(mode):
+        return f"{path}: not a regular file (a device, FIFO or socket), not a feed file"
+    if not os.access(path, os.R_OK):
+        return f"{path}: permission denied"
+    return None
+
+
+def _output_problem(path: Path | None) -> str | None:
+    """Why an output file (--fills, --books) cannot be written, or None."""
+    if path is None:
+        return None
+    if path.is_dir():
+        return f"{path}: is a directory (give a file name)"
+    if not path.parent.is_dir():
+        return f"{path}: no such directory {path.parent}"
+    return None
+
+
+def _feed_error(command: str, exc: Exception) -> int:
+    """The feed itself is bad (an error naming the offset, line or id): one line, exit 1."""
+    print(f"twinmatch {command}: error: {exc}", file=sys.stderr)
+    return 1
+
+
 def replay_cmd(args: argparse.Namespace) -> int:
     """Replay a feed through one twin's many-books market and report."""
+    problem = _input_problem(args.file) or _output_problem(args.fills) \
+        or _output_problem(args.books)
+    if problem:
+        return _bad_argument("replay", ValueError(problem))
+    try:
+        return _replay(args)
+    except (ValueError, OSError) as exc:
+        return _feed_error("replay", exc)
+
+
+def _replay(args: argparse.Namespace) -> int:
     import json
 
     if args.pipeline:
@@ -197,6 +246,16 @@ def replay_cmd(args: argparse.Namespace) -> int:
 
 def compare_cmd(args: argparse.Namespace) -> int:
     """Run both twins on one feed; require identical fills, counts and final books."""
+    problem = _input_problem(args.file)
+    if problem:
+        return _bad_argument("compare", ValueError(problem))
+    try:
+        return _compare(args)
+    except (ValueError, OSError) as exc:
+        return _feed_error("compare", exc)
+
+
+def _compare(args: argparse.Namespace) -> int:
     from twinmatch.replay import replay
 
     results = {}

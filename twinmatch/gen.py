@@ -99,6 +99,17 @@ def check_day(messages: object, symbols: object, seed: object) -> tuple[int, int
     return check_int("messages", messages, least, MAX_MESSAGES), symbols, seed
 
 
+def check_buffer(name: str, value: object) -> object:
+    """A bytes-like object (bytes, bytearray, memoryview, numpy array...), or a one-line
+    TypeError naming ``name`` (the native call would answer with its signatures)."""
+    try:
+        memoryview(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{name} must be a bytes-like object, not {type(value).__name__}") \
+            from None
+    return value
+
+
 def check_name(name: object) -> str:
     """A file stem: not empty, no directory part (the files go in the output folder)."""
     if not isinstance(name, str):
@@ -160,12 +171,14 @@ def market_day_bytes(
 
 def pcap_from_itch(raw: bytes | memoryview) -> bytes:
     """The MoldUDP64 pcap of framed ITCH messages, in memory (see ``PcapSink``)."""
+    check_buffer("raw", raw)
     writer = _native.GenPcapWriter(PCAP_SESSION, PCAP_WINDOW_NS, HEARTBEAT_NS, PCAP_EPOCH_S)
     return _native.GenPcapWriter.global_header() + writer.feed(raw) + writer.finish()
 
 
 def messages_csv(raw: bytes | memoryview) -> bytes:
     """Framed ITCH messages as CSV text with its header (columns in ``MESSAGES_CSV_HEADER``)."""
+    check_buffer("raw", raw)
     return MESSAGES_CSV_HEADER.encode() + _native.gen_messages_csv(raw)
 
 
