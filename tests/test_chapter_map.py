@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-import markdown
+import markdown  # type: ignore[import-untyped]
 
 from tests.conftest import ROOT
 

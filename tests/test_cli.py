@@ -82,3 +82,54 @@ def test_gen_refuses_non_numbers(argv: list[str], tmp_path: Path,
 def test_gen_zero_orders_is_a_valid_flow(tmp_path: Path) -> None:
     assert main(["gen", "flow", "--orders", "0", "--out", str(tmp_path / "o.csv")]) == 0
     assert (tmp_path / "o.csv").read_text() == "order_id,price,quantity,side\n"
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str], command: str) -> str:
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"twinmatch {command}: error: "), lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["replay", "compare"])
+@pytest.mark.parametrize("kind, message", [
+    ("missing", "no such file"), ("directory", "is a directory"),
+    ("fifo", "not a regular file"), ("device", "not a regular file"),
+])
+@pytest.mark.timeout(60)
+def test_replay_refuses_what_is_not_a_feed_file(
+    command: str, kind: str, message: str, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import os
+
+    path = {"missing": tmp_path / "nope.itch", "directory": tmp_path,
+            "fifo": tmp_path / "fifo", "device": Path("/dev/null")}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it would block for ever: it must be refused first
+    assert main([command, str(path)]) == 2
+    assert message in _one_line_error(capsys, command)
+
+
+def test_replay_refuses_unwritable_outputs(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from twinmatch import gen
+
+    feed = tmp_path / "day.itch"
+    feed.write_bytes(gen.market_day_bytes(60, 3, 1)[0])
+    assert main(["replay", str(feed), "--books", str(tmp_path)]) == 2
+    assert "is a directory" in _one_line_error(capsys, "replay")
+    assert main(["replay", str(feed), "--fills", str(tmp_path / "no" / "f.csv")]) == 2
+    assert "no such directory" in _one_line_error(capsys, "replay")
+
+
+@pytest.mark.parametrize("impl", ["naive", "optimized"])
+def test_replay_reports_a_bad_feed_in_one_line(impl: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from twinmatch import gen
+
+    feed = tmp_path / "cut.itch"
+    feed.write_bytes(gen.market_day_bytes(60, 3, 1)[0][:-3])
+    assert main(["replay", str(feed), "--impl", impl]) == 1
+    assert "at byte 2142" in _one_line_error(capsys, "replay")
+    assert main(["compare", str(feed)]) == 1
+    assert "at byte 2142" in capsys.readouterr().err

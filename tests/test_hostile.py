@@ -39,6 +39,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -210,6 +211,23 @@ def _after(b: Any, call: Callable[[Any], Any]) -> Any:
         _STATE.append((len(b), b.depth(0, 10), b.depth(1, 10)))
 
 
+def _on_book(twin: str, call: Callable[[Any], Any]) -> Any:
+    return _after(_resting(twin), call)
+
+
+def _call(module: str, function: str, twin: str, make: Callable[[], Any]) -> Any:
+    """``<twin>.<module>.<function>(make())``."""
+    return getattr(_mod(twin, module), function)(make())
+
+
+def _file_bytes(name: str) -> bytes:
+    return _path(name).read_bytes()
+
+
+def _itch_all(twin: str, make: Callable[[], Any], chunk: int = 1 << 12) -> Any:
+    return list(_mod(twin, "itch").read_file(make(), chunk))
+
+
 NAN = float("nan")
 # Book: each bad argument of each operation.
 for name, call in {
@@ -259,7 +277,7 @@ for name, call in {
                                                       (7, 0, 1000, 5, 0, 0)])),
     "apply-2d": lambda b: b.apply(_ops([(9, 0, 1000, 5, 0, 0)] * 4).reshape(2, 2)),
 }.items():
-    case(f"book-{name}", lambda twin, call=call: _after(_resting(twin), call))
+    case(f"book-{name}", partial(_on_book, call=call))
 
 
 def _book_empty_market(b: Any) -> Any:
@@ -293,10 +311,10 @@ for name, buffer_fn in {
     "int16-array": lambda: np.zeros(19, dtype=np.int16),
     "2d-array": lambda: np.frombuffer(_A * 2, dtype=np.uint8).reshape(2, -1),
 }.items():
-    case(f"itch-decode-{name}", lambda twin, f=buffer_fn: _mod(twin, "itch").decode(f()))
+    case(f"itch-decode-{name}", partial(_call, "itch", "decode", make=buffer_fn))
 
 # Files: every reader over every kind of bad path.
-_PATHS = {
+_PATHS: dict[str, Callable[[], Any]] = {
     "missing": lambda: _path("missing"),
     "directory": lambda: _path("dir"),
     "dev-null": lambda: Path("/dev/null"),
@@ -310,42 +328,45 @@ _ITCH_FILES = ("valid.itch", "truncated.itch", "zero_length.itch", "bad.gz", "tr
                "valid.pcap")
 _PCAP_FILES = ("valid.pcap", "truncated.pcap", "header_only.pcap", "bad_header.pcap",
                "random_records.pcap", "valid.itch")
-for name, path_fn in {**_PATHS, **{f: (lambda f=f: _path(f)) for f in _ITCH_FILES}}.items():
-    case(f"itch-read_file-{name}",
-         lambda twin, p=path_fn: list(_mod(twin, "itch").read_file(p(), 1 << 12)))
+_ITCH_SOURCES: dict[str, Callable[[], Any]] = {**_PATHS,
+                                              **{f: partial(_path, f) for f in _ITCH_FILES}}
+for name, path_fn in _ITCH_SOURCES.items():
+    case(f"itch-read_file-{name}", partial(_itch_all, make=path_fn))
 for size in (0, -1):
     case(f"itch-read_file-chunk-{size}",
-         lambda twin, s=size: list(_mod(twin, "itch").read_file(_path("valid.itch"), s)))
+         partial(_itch_all, make=partial(_path, "valid.itch"), chunk=size))
 
 
-def _pcap_all(twin: str, path: Any, chunk: int = 1 << 12) -> Any:
-    reader = _mod(twin, "pcap").read_file(path, chunk)
+def _pcap_all(twin: str, make: Callable[[], Any], chunk: int = 1 << 12) -> Any:
+    reader = _mod(twin, "pcap").read_file(make(), chunk)
     batches = list(reader)
     return batches, dict(reader.stats)
 
 
-for name, path_fn in {**_PATHS, **{f: (lambda f=f: _path(f)) for f in _PCAP_FILES}}.items():
-    case(f"pcap-read_file-{name}", lambda twin, p=path_fn: _pcap_all(twin, p()))
+_PCAP_SOURCES: dict[str, Callable[[], Any]] = {**_PATHS,
+                                              **{f: partial(_path, f) for f in _PCAP_FILES}}
+for name, path_fn in _PCAP_SOURCES.items():
+    case(f"pcap-read_file-{name}", partial(_pcap_all, make=path_fn))
 for size in (0, -1):
     case(f"pcap-read_file-chunk-{size}",
-         lambda twin, s=size: _pcap_all(twin, _path("valid.pcap"), s))
+         partial(_pcap_all, make=partial(_path, "valid.pcap"), chunk=size))
 for name, buffer_fn in {"none": lambda: None, "empty": lambda: b"", "random": lambda: _RANDOM,
                         "str": lambda: "pcap"}.items():
-    case(f"pcap-scan-{name}", lambda twin, f=buffer_fn: _mod(twin, "pcap").scan(f()))
+    case(f"pcap-scan-{name}", partial(_call, "pcap", "scan", make=buffer_fn))
 
 # Orders: CSV and LOBSTER readers, from paths and from bytes.
 for reader in ("read_csv", "read_lobster"):
     for name, path_fn in _PATHS.items():
-        case(f"orders-{reader}-{name}",
-             lambda twin, r=reader, p=path_fn: getattr(_mod(twin, "orders"), r)(p()))
+        case(f"orders-{reader}-{name}", partial(_call, "orders", reader, make=path_fn))
 for name in ("good.csv", "bad_side.csv", "negative.csv", "nan.csv", "huge.csv", "short_row.csv",
              "binary.csv"):
-    case(f"orders-read_csv-{name}", lambda twin, n=name: _mod(twin, "orders").read_csv(_path(n)))
-    case(f"orders-read_csv-bytes-{name}",
-         lambda twin, n=name: _mod(twin, "orders").read_csv(_path(n).read_bytes()))
+    case(f"orders-read_csv-{name}", partial(_call, "orders", "read_csv",
+                                            make=partial(_path, name)))
+    case(f"orders-read_csv-bytes-{name}", partial(_call, "orders", "read_csv",
+                                                  make=partial(_file_bytes, name)))
 for name in ("good_lobster.csv", "bad_lobster.csv", "nan_lobster.csv", "huge_lobster.csv"):
-    case(f"orders-read_lobster-{name}",
-         lambda twin, n=name: _mod(twin, "orders").read_lobster(_path(n)))
+    case(f"orders-read_lobster-{name}", partial(_call, "orders", "read_lobster",
+                                                make=partial(_path, name)))
 case("orders-read_csv-str-content",
      lambda twin: _mod(twin, "orders").read_csv("1,100,5,0\n"))
 case("orders-lobster_to_ops-none", lambda twin: _mod(twin, "orders").lobster_to_ops(None))
@@ -508,14 +529,27 @@ def _cli(argv: list[str]) -> Any:
     return status, text, lines[-1] if lines else ""
 
 
-_REPLAY_FILES = {**_PATHS, **{f: (lambda f=f: _path(f)) for f in (
+def _replay_made(twin: str, make: Callable[[], Any]) -> Any:
+    return _replay(twin, make())
+
+
+def _cli_replay(twin: str, make: Callable[[], Any]) -> Any:
+    return _cli(["replay", str(make()), "--impl", twin, "--json"])
+
+
+def _cli_template(twin: str, argv: list[str]) -> Any:
+    """The command line with {name} replaced by the fixture file's path."""
+    names = ("missing", "fifo", "truncated.itch", "dir")
+    return _cli([a.format(**{k: _path(k) for k in names}) for a in argv])
+
+
+_REPLAY_FILES: dict[str, Callable[[], Any]] = {**_PATHS, **{f: partial(_path, f) for f in (
     "valid.itch", "truncated.itch", "bad.gz", "truncated.gz", "valid.pcap", "truncated.pcap",
     "bad_header.pcap", "good.csv", "bad_side.csv", "good_lobster.csv", "bad_lobster.csv")}}
 for name, path_fn in _REPLAY_FILES.items():
-    case(f"replay-{name}", lambda twin, p=path_fn: _replay(twin, p()))
+    case(f"replay-{name}", partial(_replay_made, make=path_fn))
     if name not in ("none", "int"):
-        case(f"cli-replay-{name}",
-             lambda twin, p=path_fn: _cli(["replay", str(p()), "--impl", twin, "--json"]))
+        case(f"cli-replay-{name}", partial(_cli_replay, make=path_fn))
 case("replay-bogus-mode", lambda twin: _replay(twin, _path("valid.itch"), "bogus"))
 case("replay-match-valid", lambda twin: _replay(twin, _path("valid.itch"), "match"))
 case("cli-replay-books-to-directory", lambda twin: _cli(
@@ -535,9 +569,7 @@ for name, argv in {
     "gen-market-not-a-number": ["gen", "market", "--messages", "many", "--out", "{dir}"],
     "no-command": [],
 }.items():
-    case(f"cli-{name}", lambda twin, argv=argv: _cli(
-        [a.format(**{k: _path(k) for k in ("missing", "fifo", "truncated.itch", "dir")})
-         for a in argv]), twins=False)
+    case(f"cli-{name}", partial(_cli_template, argv=argv), twins=False)
 
 
 # Known defects in other components (being fixed in parallel), one entry per case:
@@ -625,7 +657,7 @@ def _worker(start: int) -> None:
     for k in range(start, len(units)):
         i, twin = units[k]
         print(f"START {k}", flush=True)
-        result = outcome(lambda i=i, twin=twin: CASES[i].run(twin))
+        result = outcome(partial(CASES[i].run, twin))
         print("DONE " + json.dumps({"unit": k, "outcome": result}), flush=True)
 
 
