@@ -141,7 +141,7 @@ def _report(what: str, result: GenResult) -> None:
 
 def _bad_argument(command: str, exc: Exception) -> int:
     """A refused argument: one line on stderr, exit status 2 (as argparse does)."""
-    print(f"twinmatch {command}: error: {exc}", file=sys.stderr)
+    print(f"twinmatch {command}: error: {_one_line(exc)}", file=sys.stderr)
     return 2
 
 
@@ -207,8 +207,12 @@ def _output_problem(path: Path | None) -> str | None:
 
 def _feed_error(command: str, exc: Exception) -> int:
     """The feed itself is bad (an error naming the offset, line or id): one line, exit 1."""
-    print(f"twinmatch {command}: error: {exc}", file=sys.stderr)
+    print(f"twinmatch {command}: error: {_one_line(exc)}", file=sys.stderr)
     return 1
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def replay_cmd(args: argparse.Namespace) -> int:
