@@ -12,7 +12,8 @@ Instead:
   still takes effect on the next run. With ``TWINMATCH_NO_REBUILD=1`` it only warns.
 
 Outside a source checkout (a wheel install, no native/ beside the package) nothing is
-checked.
+checked. The check trusts modification times: a source stamped in the future is rebuilt
+once, and an edit is then seen only after that time (``make build`` always rebuilds).
 """
 
 from __future__ import annotations
@@ -94,7 +95,12 @@ def rebuild() -> None:
                           "with `git checkout native/`") from exc
     built = extension_path()
     if built is not None and built.is_file():
-        os.utime(built)
+        # Now, or the newest source's time if that is in the future (a clock skew, an
+        # unpacked archive): else every import would rebuild again.
+        import time
+
+        stamp = max(time.time_ns(), newest_source()[0] if NATIVE.is_dir() else 0)
+        os.utime(built, ns=(stamp, stamp))
 
 
 def ensure_fresh() -> None:

@@ -133,3 +133,24 @@ def test_saved_source_warns_without_rebuild_and_rebuilds_on_import() -> None:
         assert again["spawned"] == [], "a fresh extension was rebuilt again"
     finally:
         _fresh()
+
+
+@pytest.mark.timeout(900)
+def test_source_from_the_future_does_not_rebuild_every_time() -> None:
+    """A source stamped in the future (clock skew, an unpacked archive) is rebuilt once."""
+    _editable()
+    _fresh()
+    source = ROOT / "native" / "module.cpp"
+    saved = source.stat()
+    future = time.time_ns() + 3600 * 10**9
+    os.utime(source, ns=(future, future))
+    try:
+        assert _build.stale_source() == "module.cpp"
+        _build.rebuild()
+        assert _build.stale_source() is None
+    finally:
+        os.utime(source, ns=(saved.st_atime_ns, saved.st_mtime_ns))
+        built = _build.extension_path()
+        if built is not None:
+            os.utime(built)  # back from the future, so that later edits are seen again
+        _fresh()
