@@ -19,6 +19,11 @@ def test_demo_reports_identical_results(tmp_path: Path, capsys: pytest.CaptureFi
     assert (tmp_path / "demo-day.itch").exists()
 
 
+def test_demo_refuses_a_negative_seed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--seed", "-1"]) == 2
+    assert "--seed must be 0..2**64-1, not -1" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("bad", [["--ops", "-1"], ["--feed-messages", "5"],
                                  ["--feed-messages", "-3"]])
 def test_demo_refuses_bad_sizes(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:

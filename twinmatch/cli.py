@@ -47,6 +47,9 @@ def demo(args: argparse.Namespace) -> int:
         print(f"twinmatch demo: --ops must be >= 0 and --feed-messages 0 (skip part 2) or at "
               f"least {least:,} (the S, R and H messages of {demo_symbols} symbols)")
         return 2
+    if not 0 <= args.seed < 2**64:
+        print(f"twinmatch demo: --seed must be 0..2**64-1, not {args.seed}")
+        return 2
     t0 = time.perf_counter()
     ops = cached_order_flow(args.ops, args.seed)
     print(f"twinmatch demo: {len(ops):,} book operations for one symbol (seed {args.seed}), "
