@@ -13,7 +13,8 @@ twins contract):
 * nothing crashes the process and nothing hangs.
 
 Each (case, twin) runs in a worker subprocess, so a segfault or a hang costs that case
-only: the worker is killed after ``UNIT_TIMEOUT`` seconds and the next one carries on.
+only: the worker is killed after ``UNIT_TIMEOUT`` seconds (``QUICK_TIMEOUT`` for the
+FIFO and zero-chunk cases, which hang at once if they hang at all) and a new one carries on.
 Cases that fail because of a defect another change is fixing are ``xfail(strict=True)``
 with the defect named; once it is fixed they XPASS, which fails, and the marker goes.
 
