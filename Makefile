@@ -10,7 +10,7 @@ export PYTHONDONTWRITEBYTECODE := 1
 # mkdocs-material prints a banner about its successor on every build.
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: all install demo test test-fast lint typecheck stubs stubs-check pytest exercises-check \
+.PHONY: all install build exercises-native demo test test-fast lint typecheck stubs stubs-check pytest exercises-check \
         docs docs-check browser-check book bench bench-run bench-day bench-check check fuzz sanitize sanitize-threads \
         system-deps clean
 
@@ -19,8 +19,9 @@ all: demo
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 
-# The editable install rebuilds the C++ on import, which needs the build tools in
-# the venv itself (hence --no-build-isolation).
+# The editable install does not rebuild on import; `make build` (below) and the
+# staleness check in optimized/_build.py do, which needs the build tools in the venv
+# itself (hence --no-build-isolation).
 $(STAMP): pyproject.toml native/CMakeLists.txt | $(PY)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "scikit-build-core>=0.10" "nanobind>=2.4,<3" ninja
@@ -29,13 +30,23 @@ $(STAMP): pyproject.toml native/CMakeLists.txt | $(PY)
 
 install: $(STAMP)
 
+# Rebuild optimized._native from native/ (incremental: only what changed). Every target
+# that uses the extension runs this first, so no command pays a build check at start-up.
+build: $(STAMP)
+	$(PY) -c "from optimized._build import main; raise SystemExit(main())"
+
+# The C++ exercises' own extension (exercises/native/), from the starters; not part of
+# optimized._native, so a starter that does not compile never breaks the product.
+exercises-native: $(STAMP)
+	$(PY) scripts/exercises.py build
+
 # Debian packages the browser check needs (headless Chromium and its WebDriver).
 system-deps:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver >/dev/null; }
 
-demo: $(STAMP)
+demo: build
 	$(PY) -m twinmatch demo
 
 lint: $(STAMP)
@@ -44,23 +55,23 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
-stubs: $(STAMP)
+stubs: build
 	$(PY) scripts/stubs.py --write
 
-stubs-check: $(STAMP)
+stubs-check: build
 	$(PY) scripts/stubs.py --check
 
 # The behavioural suites (benchmarks skipped), then every benchmark once at a small
 # size as a check that it still runs and still agrees with the naive twin.
-pytest: $(STAMP)
+pytest: build
 	$(VENV)/bin/pytest -q -p no:cacheprovider
 	TWINMATCH_BENCH_SCALE=small $(VENV)/bin/pytest -q -p no:cacheprovider tests/bench \
 	  --benchmark-only --benchmark-disable-gc --benchmark-columns=median
 
-exercises-check: $(STAMP)
+exercises-check: build
 	$(PY) scripts/exercises.py verify
 
-docs: $(STAMP)
+docs: build
 	$(PY) scripts/figures.py
 	$(VENV)/bin/mkdocs build --strict -q
 
@@ -72,7 +83,7 @@ test: lint typecheck stubs-check pytest exercises-check docs browser-check
 	@echo "make test: all green"
 
 # One exercise, as a learner runs it: make check EX=01_order_book/fifo
-check: $(STAMP)
+check: build
 	$(PY) scripts/exercises.py check $(EX)
 
 # The comparisons: pytest-benchmark JSON in out/bench.json, then the speed targets from
@@ -84,7 +95,7 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install -q --no-build-isolation -e ".[dev,bench]"
 	touch $@
 
-bench-run: $(BENCH_STAMP)
+bench-run: $(BENCH_STAMP) build
 	mkdir -p out
 	$(VENV)/bin/pytest tests/bench -p no:cacheprovider --benchmark-only \
 	  --benchmark-json=out/bench.json --benchmark-columns=median,ops,rounds -q $(BENCH_ARGS)
@@ -96,7 +107,7 @@ bench: bench-run
 # deleted afterwards) generated and replayed in book mode in a fresh process: wall time and
 # peak RSS into out/bench-day.json, then its target (peak RSS under 2 GB). Not in make test.
 # Minutes, not seconds: the target's row reports how long generation and replay took.
-bench-day: $(BENCH_STAMP)
+bench-day: $(BENCH_STAMP) build
 	mkdir -p out/bench-day
 	TWINMATCH_BENCH_DAY=1 TWINMATCH_BENCH_DAY_DIR=out/bench-day $(VENV)/bin/pytest \
 	  tests/bench/test_bench_engine.py -k full_day -p no:cacheprovider --benchmark-only \
@@ -128,6 +139,7 @@ $(ASAN_VENV)/.installed: $(STAMP) native/CMakeLists.txt
 	touch $@
 
 sanitize: $(ASAN_VENV)/.installed sanitize-threads
+	$(ASAN_VENV)/bin/python -c "from optimized._build import main; raise SystemExit(main())"
 	LD_PRELOAD="$(ASAN_PRELOAD)" ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 TWINMATCH_SANITIZED=1 \
 	  $(ASAN_VENV)/bin/python -m pytest -q -p no:cacheprovider -x $(SANITIZE_TESTS)
@@ -144,11 +156,15 @@ sanitize-threads:
 	TSAN_OPTIONS=halt_on_error=1 timeout 300 build/tsan/ring_stress 2000000 64
 	TSAN_OPTIONS=halt_on_error=1 timeout 600 build/tsan/pipeline_stress 20000
 
-# Longer coverage-guided fuzzing of both twins' decoders (atheris), 2 minutes per target.
+# Longer coverage-guided fuzzing of both twins' decoders (atheris), 2 minutes per target;
+# then the differential replay of mutated feeds (tests/test_hostile.py), many examples.
 FUZZ_SECONDS ?= 120
-fuzz: $(STAMP)
+FUZZ_EXAMPLES ?= 3000
+fuzz: build
 	$(PY) tests/fuzz/fuzz_itch.py -max_total_time=$(FUZZ_SECONDS)
 	$(PY) tests/fuzz/fuzz_pcap.py -max_total_time=$(FUZZ_SECONDS)
+	TWINMATCH_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(VENV)/bin/pytest -q -p no:cacheprovider \
+	  --timeout=3600 tests/test_hostile.py -k mutated
 
 clean:
 	rm -rf build site out .pytest_cache .mypy_cache .ruff_cache .hypothesis $(ASAN_VENV)

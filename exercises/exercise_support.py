@@ -12,6 +12,7 @@ import importlib.util
 import itertools
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -79,3 +80,85 @@ def best_time(fn: Callable[[], object], repeat: int = 5) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+# ---- the C++ exercises as a Python extension (exercises/native/) ------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+EXERCISES = ROOT / "exercises"
+NATIVE_SOURCE = EXERCISES / "native"
+# The C++ exercises whose header the extension binds (exercises/native/exercises_bind.cpp).
+CPP_EXERCISES = ("01_order_book/bitset_scan", "02_boundary/op_record", "03_itch/wire_struct",
+                 "04_wire/udp_header", "06_pipeline/cached_ring")
+BUILD_TIMEOUT = 900.0
+
+
+class NativeBuildError(RuntimeError):
+    """The exercises' extension did not compile: the message holds the compiler's errors."""
+
+
+def native_folders(solution: bool = False) -> dict[str, Path]:
+    """Each C++ exercise's header folder: its starter/ (or its reference solution)."""
+    return {ex: (EXERCISES / "solutions" / ex) if solution else (EXERCISES / ex / "starter")
+            for ex in CPP_EXERCISES}
+
+
+def build_native(folders: dict[str, Path] | None = None, build_dir: Path | None = None,
+                 solution: bool = False) -> Path:
+    """Compile the C++ exercises' headers into the `_exercises` extension; its path.
+
+    ``folders`` maps an exercise id to the folder holding its header (default: every
+    starter, or every solution). Only what changed is recompiled. A header that does not
+    compile raises NativeBuildError with the compiler's messages; optimized._native is a
+    separate module and is never affected.
+    """
+    chosen = dict(native_folders(solution))
+    chosen.update(folders or {})
+    build_dir = build_dir or ROOT / "build" / "exercises" / ("solution" if solution else "starter")
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        raise NativeBuildError("building the C++ exercises needs CMake (cmake not on PATH)")
+    configure = [cmake, "-S", str(NATIVE_SOURCE), "-B", str(build_dir),
+                 "-DCMAKE_BUILD_TYPE=Release", f"-DPython_EXECUTABLE={sys.executable}",
+                 "-DTWINMATCH_EXERCISE_INCLUDES="
+                 + ";".join(str(chosen[ex].resolve()) for ex in CPP_EXERCISES)]
+    ninja = Path(sys.executable).parent / "ninja"
+    ninja_path = str(ninja) if ninja.is_file() else shutil.which("ninja")
+    cache = build_dir / "CMakeCache.txt"
+    if ninja_path and not cache.exists():
+        configure += ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={ninja_path}"]
+    for cmd in (configure, [cmake, "--build", str(build_dir)]):
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT,
+                              stdin=subprocess.DEVNULL, check=False)
+        if proc.returncode != 0:
+            raise NativeBuildError(
+                f"the C++ exercises' extension did not build ($ {shlex.join(cmd)}):\n"
+                + _compiler_errors(proc.stdout + proc.stderr))
+    built = sorted(build_dir.glob("_exercises*.so")) + sorted(build_dir.glob("_exercises*.pyd"))
+    if not built:
+        raise NativeBuildError(f"no _exercises module in {build_dir} after the build")
+    return built[0]
+
+
+def load_native(folders: dict[str, Path] | None = None, build_dir: Path | None = None,
+                solution: bool = False) -> ModuleType:
+    """build_native(...), then import the module (once per process: a rebuilt module is
+    seen by the next Python, not this one)."""
+    if "_exercises" in sys.modules:
+        return sys.modules["_exercises"]
+    path = build_native(folders, build_dir, solution)
+    spec = importlib.util.spec_from_file_location("_exercises", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules["_exercises"] = module
+    return module
+
+
+def _compiler_errors(output: str, lines: int = 60) -> str:
+    """The compiler's error lines first (they name the header and line), then the tail."""
+    text = output.rstrip().splitlines()
+    errors = [line for line in text if "error" in line.lower()]
+    tail = text[-lines:]
+    return "\n".join(errors[:20] + (["..."] if errors else []) + tail)

@@ -114,6 +114,8 @@ void register_gen(nb::module_& m) {
         .def_prop_ro("next_seq", &MoldPcapWriter::next_seq);
 
     m.attr("GEN_MESSAGES_CSV_HEADER") = twinmatch::gen::kMessagesCsvHeader;
+    // twinmatch/gen.py checks its arguments against this before calling in.
+    m.attr("GEN_MAX_SYMBOLS") = twinmatch::gen::kMaxSymbols;
     m.def(
         "gen_messages_csv",
         [](nb::handle buffer) {

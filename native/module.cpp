@@ -9,7 +9,6 @@ void register_itch(nb::module_& m);
 void register_pcap(nb::module_& m);
 void register_orders(nb::module_& m);
 void register_gen(nb::module_& m);
-void register_exercises(nb::module_& m);
 void register_market(nb::module_& m);
 void register_pipeline(nb::module_& m);
 void register_capped_ref(nb::module_& m);  // benchmark-only (group "engine")
@@ -23,7 +22,6 @@ NB_MODULE(_native, m) {
     register_pcap(m);
     register_orders(m);
     register_gen(m);
-    register_exercises(m);
     register_market(m);
     register_pipeline(m);
     register_capped_ref(m);

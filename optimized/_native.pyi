@@ -1,7 +1,6 @@
 """twinmatch optimized twins (C++20)"""
 
 import enum
-import types
 import typing
 from collections.abc import Iterator, Sequence
 from typing import Annotated, Any
@@ -9,8 +8,6 @@ from typing import Annotated, Any
 import numpy
 import numpy.typing
 from numpy.typing import NDArray
-
-exercises: types.ModuleType
 
 COMPILER: str
 
@@ -330,6 +327,8 @@ class GenPcapWriter:
     def next_seq(self) -> int: ...
 
 GEN_MESSAGES_CSV_HEADER: str
+
+GEN_MAX_SYMBOLS: int = 60000
 
 def gen_messages_csv(buffer: object) -> bytes:
     """Framed ITCH messages -> CSV rows (no header), one per message."""

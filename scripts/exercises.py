@@ -6,6 +6,7 @@
     python scripts/exercises.py hint 02_boundary/batch_sum
     python scripts/exercises.py verify [ID ...]   # every checker fails its starter,
                                                   # passes its solution
+    python scripts/exercises.py build [--solution]   # the C++ exercises' own extension
 
 Exercises are listed in exercises/exercises.toml (see exercises/README.md). A checker
 is a pytest file that tests the code in the folder named by TWINMATCH_EXERCISE_DIR,
@@ -214,6 +215,28 @@ def cmd_verify(exercises: list[Exercise], wanted: list[str]) -> int:
     return 1 if bad else 0
 
 
+def cmd_build(solution: bool) -> int:
+    """Compile the C++ exercises' headers into their own extension (exercises/native/)."""
+    import importlib
+
+    if str(EXERCISES) not in sys.path:
+        sys.path.insert(0, str(EXERCISES))
+    exercise_support = importlib.import_module("exercise_support")
+
+    try:
+        path = exercise_support.build_native(solution=solution)
+    except exercise_support.NativeBuildError as exc:
+        print(exc)
+        print("\nFAIL: the C++ exercises' extension did not build (optimized is not "
+              "affected: it is a separate module)")
+        return 1
+    print(f"built {_rel(path)} from the {'solutions' if solution else 'starters'}; in Python:\n"
+          "    import sys; sys.path.insert(0, 'exercises')\n"
+          "    from exercise_support import load_native\n"
+          f"    ex = load_native({'solution=True' if solution else ''})")
+    return 0
+
+
 def _rel(path: Path) -> str:
     try:
         return str(path.resolve().relative_to(ROOT))
@@ -233,7 +256,11 @@ def main(argv: list[str] | None = None) -> int:
     hint.add_argument("exercise")
     verify = sub.add_parser("verify", help="each checker fails its starter, passes its solution")
     verify.add_argument("exercise", nargs="*")
+    build = sub.add_parser("build", help="build the C++ exercises' extension (exercises/native/)")
+    build.add_argument("--solution", action="store_true", help="from the reference solutions")
     args = parser.parse_args(argv)
+    if args.command == "build":
+        return cmd_build(args.solution)
     exercises = load()
     if args.command == "list":
         return cmd_list(exercises)

@@ -22,16 +22,14 @@ MODULE = "optimized._native"
 
 # Module-level string constants whose value depends on the build (COMPILER = "GNU 12.2.0",
 # BUILD_TYPE): the stub keeps only their type, so it is the same on every machine.
-# What stubgen cannot see: element types of module attributes, and the exercises
-# submodule (stubbed as a module object; its functions are documented in exercises/).
+# What stubgen cannot see: element types of module attributes. (The C++ exercises are
+# their own extension, exercises/native/, with no committed stub.)
 _FIXUPS = (
     ("ITCH_LENGTHS: list = ...", "ITCH_LENGTHS: list[int] = ..."),
     ("def itch_scan(buffer: object) -> tuple:",
      "def itch_scan(buffer: object) -> tuple[typing.Any, ...]:"),
     ('"""twinmatch optimized twins (C++20)"""\n',
      '"""twinmatch optimized twins (C++20)"""\n\nimport typing\n'),
-    ("from optimized._native import exercises as exercises\n",
-     "import types\n\nexercises: types.ModuleType\n"),
     # BookFull's attributes: stubgen sees only their class-level default, None.
     ("    index: None = None\n", "    index: int | None\n"),
     ("    fills: None = None\n", "    fills: numpy.typing.NDArray[numpy.void] | None\n"),

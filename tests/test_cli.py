@@ -22,6 +22,11 @@ def test_demo_reports_identical_results(tmp_path: Path, capsys: pytest.CaptureFi
     assert (tmp_path / "demo-day.itch").exists()
 
 
+def test_demo_refuses_a_negative_seed(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["demo", "--seed", "-1"]) == 2
+    assert "--seed must be 0..2**64-1, not -1" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("bad", [["--ops", "-1"], ["--feed-messages", "5"],
                                  ["--feed-messages", "-3"]])
 def test_demo_refuses_bad_sizes(bad: list[str], capsys: pytest.CaptureFixture[str]) -> None:
@@ -112,3 +117,112 @@ def test_peak_rss_is_this_process_not_its_parent(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout
     assert float(out) < 250, out
+
+
+def test_cli_formats_are_the_generators() -> None:
+    from twinmatch import cli, gen
+
+    assert cli.GEN_FORMATS == gen.FORMATS
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["gen", "flow", "--orders", "-1"], "orders must be 0..100,000,000, not -1"),
+    (["gen", "flow", "--orders", "100000001"], "orders must be 0..100,000,000"),
+    (["gen", "flow", "--orders", "5", "--seed", "-1"], "seed must be 0..18,446,744"),
+    (["gen", "flow", "--orders", "5", "--seed", str(2**64)], "seed must be 0.."),
+    (["gen", "flow", "--format", "itch", "--orders", "-5"], "orders must be 0.."),
+    (["gen", "flow", "--format", "itch", "--orders", "5", "--symbols", "0"],
+     "symbols must be 1..60,000, not 0"),
+    (["gen", "flow", "--format", "itch", "--orders", "5", "--symbols", "-2"],
+     "symbols must be 1..60,000, not -2"),
+    (["gen", "flow", "--format", "itch", "--orders", str(10**30)], "orders must be 0.."),
+    (["gen", "market", "--messages", "-1"], "messages must be at least 1,006 for 500"),
+    (["gen", "market", "--messages", "25", "--symbols", "10"], "at least 26 for 10 symbols"),
+    (["gen", "market", "--messages", str(10**11)], "messages must be 1,006..10,000,000,000"),
+    (["gen", "market", "--symbols", "0"], "symbols must be 1..60,000, not 0"),
+    (["gen", "market", "--symbols", "60001"], "symbols must be 1..60,000, not 60,001"),
+    (["gen", "market", "--seed", "-7"], "seed must be 0.."),
+    (["gen", "market", "--messages", "100", "--symbols", "2", "--name", "../up"],
+     "name must be a file stem"),
+    (["gen", "market", "--messages", "100", "--symbols", "2", "--name", ""],
+     "name must be a file stem"),
+])
+def test_gen_refuses_bad_sizes(argv: list[str], message: str, tmp_path: Path,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    target = out / "f.itch" if argv[1] == "flow" else out
+    assert main([*argv, "--out", str(target)]) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], captured.err
+    assert lines[0].startswith(f"twinmatch gen {argv[1]}: error: ")
+    assert not out.exists() or not any(out.iterdir()), "a refused command wrote a file"
+
+
+@pytest.mark.parametrize("argv", [
+    ["gen", "flow", "--orders", "x"], ["gen", "market", "--messages", "1.5"],
+    ["gen", "market", "--gzip-level", "0"], ["gen", "flow", "--format", "pcap"],
+])
+def test_gen_refuses_non_numbers(argv: list[str], tmp_path: Path,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--out", str(tmp_path / "x")])
+    assert exc.value.code == 2
+    assert "error: argument" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_gen_zero_orders_is_a_valid_flow(tmp_path: Path) -> None:
+    assert main(["gen", "flow", "--orders", "0", "--out", str(tmp_path / "o.csv")]) == 0
+    assert (tmp_path / "o.csv").read_text() == "order_id,price,quantity,side\n"
+
+
+def _one_line_error(capsys: pytest.CaptureFixture[str], command: str) -> str:
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"twinmatch {command}: error: "), lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", ["replay", "compare"])
+@pytest.mark.parametrize("kind, message", [
+    ("missing", "no such file"), ("directory", "is a directory"),
+    ("fifo", "not a regular file"), ("device", "not a regular file"),
+])
+@pytest.mark.timeout(60)
+def test_replay_refuses_what_is_not_a_feed_file(
+    command: str, kind: str, message: str, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import os
+
+    path = {"missing": tmp_path / "nope.itch", "directory": tmp_path,
+            "fifo": tmp_path / "fifo", "device": Path("/dev/null")}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)  # opening it would block for ever: it must be refused first
+    assert main([command, str(path)]) == 2
+    assert message in _one_line_error(capsys, command)
+
+
+def test_replay_refuses_unwritable_outputs(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    from twinmatch import gen
+
+    feed = tmp_path / "day.itch"
+    feed.write_bytes(gen.market_day_bytes(60, 3, 1)[0])
+    assert main(["replay", str(feed), "--books", str(tmp_path)]) == 2
+    assert "is a directory" in _one_line_error(capsys, "replay")
+    assert main(["replay", str(feed), "--fills", str(tmp_path / "no" / "f.csv")]) == 2
+    assert "no such directory" in _one_line_error(capsys, "replay")
+
+
+@pytest.mark.parametrize("impl", ["naive", "optimized"])
+def test_replay_reports_a_bad_feed_in_one_line(impl: str, tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    from twinmatch import gen
+
+    feed = tmp_path / "cut.itch"
+    feed.write_bytes(gen.market_day_bytes(60, 3, 1)[0][:-3])
+    assert main(["replay", str(feed), "--impl", impl]) == 1
+    assert "at byte 2142" in _one_line_error(capsys, "replay")
+    assert main(["compare", str(feed)]) == 1
+    assert "at byte 2142" in capsys.readouterr().err

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import importlib
+import re
 import struct
 from collections import Counter
 from collections.abc import Iterator
@@ -495,3 +496,62 @@ def test_converters_reject_cut_messages() -> None:
         gen.pcap_from_itch(raw[:-3])
     with pytest.raises(ValueError, match="'A' too short"):
         gen.messages_csv(b"\x00\x0bA" + bytes(10))
+
+
+def _any(value: object) -> Any:
+    """A deliberately ill-typed argument, past mypy."""
+    return value
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: gen.market_day_bytes(-1, 10, 1), ValueError, "messages must be at least 26"),
+    (lambda: gen.market_day_bytes(100, -1, 1), ValueError, "symbols must be 1..60,000"),
+    (lambda: gen.market_day_bytes(100, 10, -1), ValueError, "seed must be 0.."),
+    (lambda: gen.market_day_bytes(10**20, 10, 1), ValueError, "messages must be 26..1"),
+    (lambda: gen.market_day_bytes(_any(None), 10, 1), TypeError, "messages must be an integer"),
+    (lambda: gen.market_day_bytes(_any(100.0), 10, 1), TypeError, "messages must be an integer"),
+    (lambda: gen.market_day_bytes(100, _any(True), 1), TypeError, "symbols must be an integer"),
+    (lambda: gen.market_day_bytes(100, 10, _any("1")), TypeError, "seed must be an integer"),
+    (lambda: gen.simulate(100, 10, 1, chunk_bytes=0), ValueError, "chunk_bytes must be 1.."),
+    (lambda: gen.csv_flow_ops(-1), ValueError, "orders must be 0..100,000,000, not -1"),
+    (lambda: gen.csv_flow_ops(10, seed=-3), ValueError, "seed must be 0.."),
+    (lambda: gen.csv_flow_ops(_any(float("nan"))), TypeError, "orders must be an integer"),
+])
+def test_generator_api_refuses_bad_sizes(call: object, error: type[Exception],
+                                         message: str) -> None:
+    assert callable(call)
+    with pytest.raises(error, match=re.escape(message)) as exc:
+        call()
+    assert "\n" not in str(exc.value)
+
+
+def test_generator_api_takes_numpy_integers(tmp_path: Path) -> None:
+    raw, _ = gen.market_day_bytes(_any(np.int64(40)), _any(np.uint16(10)), _any(np.uint64(3)))
+    assert raw == gen.market_day_bytes(40, 10, 3)[0]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"messages": -5}, "messages must be at least"),
+    ({"messages": 100, "symbols": 0}, "symbols must be 1.."),
+    ({"messages": 100, "gzip_level": 0}, "gzip_level must be 1..9"),
+    ({"messages": 100, "name": "a/b"}, "name must be a file stem"),
+])
+def test_write_day_refuses_before_writing(tmp_path: Path, kwargs: dict[str, object],
+                                          message: str) -> None:
+    out = tmp_path / "day"
+    args: dict[str, object] = {"symbols": 10, **kwargs}
+    with pytest.raises(ValueError, match=re.escape(message)):
+        gen.write_market_day(out, **args)  # type: ignore[arg-type]
+    assert not out.exists()
+    with pytest.raises(ValueError, match="orders must be 0.."):
+        gen.write_itch_flow(tmp_path / "f.itch", -1, 10)
+    with pytest.raises(ValueError, match="orders must be 0.."):
+        gen.write_csv_flow(tmp_path / "o.csv", -1)
+    assert not (tmp_path / "f.itch").exists() and not (tmp_path / "o.csv").exists()
+
+
+@pytest.mark.parametrize("convert", [gen.pcap_from_itch, gen.messages_csv])
+@pytest.mark.parametrize("bad", [None, "text", 12, [1, 2]])
+def test_converters_refuse_non_buffers(convert: Any, bad: object) -> None:
+    with pytest.raises(TypeError, match=r"^raw must be a bytes-like object, not \w+$"):
+        convert(bad)

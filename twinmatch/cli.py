@@ -3,28 +3,28 @@
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+# Only the standard library at module level: `twinmatch --help` and a bad argument
+# cost no numpy and no native module. Each command imports what it uses.
+if TYPE_CHECKING:
+    import numpy as np
 
-from twinmatch.flow import cached_order_flow
-from twinmatch.gen import (
-    FORMATS,
-    GenResult,
-    write_csv_flow,
-    write_itch_flow,
-    write_market_day,
-    write_uniform_flow,
-)
+    from twinmatch.gen import GenResult
 
-Runner = Callable[[Any, np.ndarray], tuple[np.ndarray, np.ndarray]]
+# The feed formats of `gen market` (twinmatch.gen.FORMATS; a test keeps them equal).
+GEN_FORMATS = ("itch", "gz", "pcap", "csv")
 
 
 def _fills_key(fills: np.ndarray) -> bytes:
+    import numpy as np
+
     return np.ascontiguousarray(fills).tobytes()
 
 
@@ -39,12 +39,16 @@ def demo(args: argparse.Namespace) -> int:
     from optimized import _native
     from optimized.book import Book as OptimizedBook
     from optimized.book import MapBook
+    from twinmatch.flow import cached_order_flow
 
     demo_symbols = 200
     least = int(_native.GenSimulator.minimum_messages(demo_symbols))
     if args.ops < 0 or 0 < args.feed_messages < least or args.feed_messages < 0:
         print(f"twinmatch demo: --ops must be >= 0 and --feed-messages 0 (skip part 2) or at "
               f"least {least:,} (the S, R and H messages of {demo_symbols} symbols)")
+        return 2
+    if not 0 <= args.seed < 2**64:
+        print(f"twinmatch demo: --seed must be 0..2**64-1, not {args.seed}")
         return 2
     t0 = time.perf_counter()
     ops = cached_order_flow(args.ops, args.seed)
@@ -96,6 +100,7 @@ def demo(args: argparse.Namespace) -> int:
 
 def _demo_feed(messages: int, seed: int, out: Path, symbols: int) -> bool:
     """Part two: a generated ITCH day replayed through both twins' many-book markets."""
+    from twinmatch.gen import write_market_day
     from twinmatch.replay import replay
 
     made = write_market_day(out, messages, symbols=symbols, seed=seed, name="demo-day")
@@ -137,33 +142,107 @@ def _report(what: str, result: GenResult) -> None:
         print(f"wrote {path} ({path.stat().st_size:,} bytes)")
 
 
+def _bad_argument(command: str, exc: Exception) -> int:
+    """A refused argument: one line on stderr, exit status 2 (as argparse does)."""
+    print(f"twinmatch {command}: error: {_one_line(exc)}", file=sys.stderr)
+    return 2
+
+
 def gen_market(args: argparse.Namespace) -> int:
     """A market-data day: ITCH the simulated exchange publishes, plus its final books."""
+    from twinmatch.gen import FORMATS, GenArgumentError, write_market_day
+
     formats = list(FORMATS) if args.format == "all" else [args.format]
-    result = write_market_day(args.out, args.messages, args.symbols, args.seed, formats,
-                              args.name, args.gzip_level)
+    try:
+        result = write_market_day(args.out, args.messages, args.symbols, args.seed, formats,
+                                  args.name, args.gzip_level)
+    except GenArgumentError as exc:
+        return _bad_argument("gen market", exc)
     _report("market", result)
     return 0
 
 
 def gen_flow(args: argparse.Namespace) -> int:
     """Order flow for a matching engine: CSV (one symbol) or ITCH (many symbols)."""
-    if args.format == "csv":
-        result = write_csv_flow(args.out, args.orders, args.seed)
-    else:
-        result = write_itch_flow(args.out, args.orders, args.symbols, args.seed)
+    from twinmatch.gen import GenArgumentError, write_csv_flow, write_itch_flow
+
+    try:
+        if args.format == "csv":
+            result = write_csv_flow(args.out, args.orders, args.seed)
+        else:
+            result = write_itch_flow(args.out, args.orders, args.symbols, args.seed)
+    except GenArgumentError as exc:
+        return _bad_argument("gen flow", exc)
     _report("flow", result)
     return 0
 
 
 def gen_uniform(args: argparse.Namespace) -> int:
     """One symbol's uniform adds (ITCH): half buys then half sells, prices 10,000..90,000."""
-    _report("uniform", write_uniform_flow(args.out, args.orders, args.seed))
+    from twinmatch.gen import GenArgumentError, write_uniform_flow
+
+    try:
+        result = write_uniform_flow(args.out, args.orders, args.seed)
+    except GenArgumentError as exc:
+        return _bad_argument("gen uniform", exc)
+    _report("uniform", result)
     return 0
+
+
+def _input_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a feed (checked before opening it: a FIFO would
+    block the open), or None."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return f"{path}: no such file"
+    except OSError as exc:
+        return f"{path}: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return f"{path}: is a directory, not a feed file"
+    if not stat.S_ISREG(mode):
+        return f"{path}: not a regular file (a device, FIFO or socket), not a feed file"
+    if not os.access(path, os.R_OK):
+        return f"{path}: permission denied"
+    return None
+
+
+def _output_problem(path: Path | None) -> str | None:
+    """Why an output file (--fills, --books) cannot be written, or None."""
+    if path is None:
+        return None
+    if path.is_dir():
+        return f"{path}: is a directory (give a file name)"
+    if not path.parent.is_dir():
+        return f"{path}: no such directory {path.parent}"
+    return None
+
+
+def _feed_error(command: str, exc: Exception) -> int:
+    """The feed itself is bad (an error naming the offset, line or id): one line, exit 1."""
+    print(f"twinmatch {command}: error: {_one_line(exc)}", file=sys.stderr)
+    return 1
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 def replay_cmd(args: argparse.Namespace) -> int:
     """Replay a feed through one twin's many-books market and report."""
+    problem = _input_problem(args.file) or _output_problem(args.fills) \
+        or _output_problem(args.books)
+    if problem:
+        return _bad_argument("replay", ValueError(problem))
+    try:
+        return _replay(args)
+    except (ValueError, OSError) as exc:
+        return _feed_error("replay", exc)
+
+
+def _replay(args: argparse.Namespace) -> int:
     import json
 
     if args.pipeline:
@@ -192,6 +271,16 @@ def replay_cmd(args: argparse.Namespace) -> int:
 
 def compare_cmd(args: argparse.Namespace) -> int:
     """Run both twins on one feed; require identical fills, counts and final books."""
+    problem = _input_problem(args.file)
+    if problem:
+        return _bad_argument("compare", ValueError(problem))
+    try:
+        return _compare(args)
+    except (ValueError, OSError) as exc:
+        return _feed_error("compare", exc)
+
+
+def _compare(args: argparse.Namespace) -> int:
     from twinmatch.replay import replay
 
     results = {}
@@ -246,7 +335,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--seed", type=int, default=1)
     m.add_argument("--out", type=Path, required=True, help="output directory")
     m.add_argument("--name", default="day", help="file stem: NAME.itch, NAME.books.csv, ...")
-    m.add_argument("--format", choices=[*FORMATS, "all"], default="itch")
+    m.add_argument("--format", choices=[*GEN_FORMATS, "all"], default="itch")
     m.add_argument("--gzip-level", type=int, default=1, choices=range(1, 10), metavar="1-9",
                    help="1 (default) is fast; 6 is gzip's default, ~4x slower, ~10%% smaller")
     m.set_defaults(func=gen_market)

@@ -60,6 +60,65 @@ PCAP_WINDOW_NS: Final = 1_000_000_000
 HEARTBEAT_NS: Final = 1_000_000_000
 PCAP_EPOCH_S: Final = 1_704_153_600
 
+# The sizes the generators accept; anything else is a one-line TypeError or ValueError
+# naming the argument (the command line prints it and exits 2). The upper bounds catch
+# typos, not wishes: a real NASDAQ day is a few hundred million messages, and the
+# one-symbol CSV flow is built in memory by a Python loop (twinmatch.flow).
+MAX_SYMBOLS: Final[int] = int(_native.GEN_MAX_SYMBOLS)
+MAX_MESSAGES: Final = 10**10
+MAX_CSV_ORDERS: Final = 10**8
+MAX_SEED: Final = 2**64 - 1
+MAX_CHUNK_BYTES: Final = 1 << 30
+
+
+class GenArgumentError(ValueError):
+    """A generator's argument is out of range (the message names it and the range)."""
+
+
+def check_int(name: str, value: object, low: int, high: int) -> int:
+    """``value`` as an ``int`` in ``low..high`` (numpy integers accepted), or an error
+    naming ``name``: TypeError for a non-integer (bool, float, str, None), else
+    GenArgumentError (a ValueError)."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an integer, not {type(value).__name__} {value!r}")
+    number = int(value)
+    if not low <= number <= high:
+        raise GenArgumentError(f"{name} must be {low:,}..{high:,}, not {number:,}")
+    return number
+
+
+def check_day(messages: object, symbols: object, seed: object) -> tuple[int, int, int]:
+    """The checked (messages, symbols, seed) of a simulated day."""
+    symbols = check_int("symbols", symbols, 1, MAX_SYMBOLS)
+    seed = check_int("seed", seed, 0, MAX_SEED)
+    least = int(_native.GenSimulator.minimum_messages(symbols))
+    if isinstance(messages, int | np.integer) and not isinstance(messages, bool) \
+            and int(messages) < least:
+        raise GenArgumentError(f"messages must be at least {least:,} for {symbols:,} symbols "
+                         f"(the S, R and H messages), not {int(messages):,}")
+    return check_int("messages", messages, least, MAX_MESSAGES), symbols, seed
+
+
+def check_buffer(name: str, value: object) -> object:
+    """A bytes-like object (bytes, bytearray, memoryview, numpy array...), or a one-line
+    TypeError naming ``name`` (the native call would answer with its signatures)."""
+    try:
+        memoryview(value)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{name} must be a bytes-like object, not {type(value).__name__}") \
+            from None
+    return value
+
+
+def check_name(name: object) -> str:
+    """A file stem: not empty, no directory part (the files go in the output folder)."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, not {type(name).__name__}")
+    if not name or name in (".", "..") or "/" in name or "\\" in name or "\0" in name:
+        raise GenArgumentError(f"name must be a file stem without a directory part, not {name!r}")
+    return name
+
+
 # CSV order flow has only three kinds of row (limit, market, cancel): the CSV convention
 # has no reduce, execute or replace, so the one-symbol flow is generated without them.
 CSV_FLOW_SHAPE: Final = FlowShape(reduce=0.0, execute=0.0, replace=0.0)
@@ -89,6 +148,8 @@ def simulate(
     iterator is exhausted, ``sim.books_csv()`` gives the final books and ``sim.counts()``
     the messages by type.
     """
+    messages, symbols, seed = check_day(messages, symbols, seed)
+    chunk_bytes = check_int("chunk_bytes", chunk_bytes, 1, MAX_CHUNK_BYTES)
     sim = _native.GenSimulator(seed=seed, messages=messages, symbols=symbols, flow=flow)
 
     def chunks() -> Iterator[bytes]:
@@ -110,12 +171,14 @@ def market_day_bytes(
 
 def pcap_from_itch(raw: bytes | memoryview) -> bytes:
     """The MoldUDP64 pcap of framed ITCH messages, in memory (see ``PcapSink``)."""
+    check_buffer("raw", raw)
     writer = _native.GenPcapWriter(PCAP_SESSION, PCAP_WINDOW_NS, HEARTBEAT_NS, PCAP_EPOCH_S)
     return _native.GenPcapWriter.global_header() + writer.feed(raw) + writer.finish()
 
 
 def messages_csv(raw: bytes | memoryview) -> bytes:
     """Framed ITCH messages as CSV text with its header (columns in ``MESSAGES_CSV_HEADER``)."""
+    check_buffer("raw", raw)
     return MESSAGES_CSV_HEADER.encode() + _native.gen_messages_csv(raw)
 
 
@@ -270,7 +333,10 @@ def write_itch_flow(
     ``<stem>.books.csv`` beside it (price-time priority, as DESIGN.md's book semantics).
     """
     path = Path(path)
-    messages = orders + int(_native.GenSimulator.minimum_messages(symbols))
+    symbols = check_int("symbols", symbols, 1, MAX_SYMBOLS)
+    least = int(_native.GenSimulator.minimum_messages(symbols))
+    orders = check_int("orders", orders, 0, MAX_MESSAGES - least)
+    messages = orders + least
     name = path.name.removesuffix(".itch")
     result = _write_day(path.parent, name, messages, symbols, seed, ("itch",), 6, flow=True)
     if path.suffix != ".itch":  # the caller chose a name without .itch: honour it
@@ -296,6 +362,11 @@ def _write_day(
     formats: Sequence[str], gzip_level: int, flow: bool,
 ) -> GenResult:
     start = time.perf_counter()
+    messages, symbols, seed = check_day(messages, symbols, seed)
+    gzip_level = check_int("gzip_level", gzip_level, 1, 9)
+    name = check_name(name)
+    if isinstance(formats, str):
+        formats = (formats,)
     unknown = [f for f in formats if f not in FORMATS]
     if unknown:
         raise ValueError(f"unknown format {unknown[0]!r}; expected one of {', '.join(FORMATS)}")
@@ -327,6 +398,8 @@ def _write_day(
 # --8<-- [start:csv_flow]
 def csv_flow_ops(orders: int, seed: int = 1) -> np.ndarray:
     """One symbol's order flow (OPS_DTYPE) with only limit, market and cancel operations."""
+    orders = check_int("orders", orders, 0, MAX_CSV_ORDERS)
+    seed = check_int("seed", seed, 0, MAX_SEED)
     return order_flow(orders, seed, CSV_FLOW_SHAPE)
 
 
@@ -348,6 +421,7 @@ def write_csv_flow(path: str | Path, orders: int, seed: int = 1) -> GenResult:
     """Write ``orders`` CSV orders for one symbol (a cancel row keeps the order's id)."""
     start = time.perf_counter()
     path = Path(path)
+    orders = check_int("orders", orders, 0, MAX_CSV_ORDERS)
     path.parent.mkdir(parents=True, exist_ok=True)
     ops = csv_flow_ops(orders, seed)
     path.write_text(csv_flow_text(ops))
@@ -385,6 +459,8 @@ def uniform_flow_bytes(orders: int = 1_000_000, seed: int = 1) -> bytes:
     """
     from naive.itch import CLASSES, StockDirectory, frame
 
+    orders = check_int("orders", orders, 2, MAX_CSV_ORDERS)
+    seed = check_int("seed", seed, 0, MAX_SEED)
     rng = np.random.default_rng(seed)
     add = np.zeros(orders, dtype=_ADD_FRAMED)
     add["length"] = 36
@@ -408,6 +484,7 @@ def uniform_flow_bytes(orders: int = 1_000_000, seed: int = 1) -> bytes:
 
 def write_uniform_flow(path: str | Path, orders: int = 1_000_000, seed: int = 1) -> GenResult:
     """Write :func:`uniform_flow_bytes` to ``path`` (``twinmatch gen uniform``)."""
+    orders = check_int("orders", orders, 2, MAX_CSV_ORDERS)  # before anything is written
     start = time.perf_counter()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -1,13 +1,15 @@
-// optimized._native.exercises: the C++ exercises' STARTER headers, compiled into the
-// extension. The editable install rebuilds the extension on import, so a learner's edit
-// to exercises/NN_slug/<name>/starter/*.hpp takes effect on the next Python run:
+// _exercises: the C++ exercises' headers compiled into an extension module of their own
+// (exercises/native/CMakeLists.txt), never into optimized._native, so that a learner's
+// starter that does not compile yet breaks nothing but this module. Built on demand from
+// the starters (or the reference solutions), a learner's edit takes effect on the next
+// build:
 //
-//     from optimized._native import exercises
-//     exercises.highest_set(np.array([0, 1 << 5], dtype=np.uint64))    # 69
+//     from exercise_support import load_native      # exercises/ on sys.path
+//     ex = load_native()                            # compiles what changed, then imports
+//     ex.highest_set(np.array([0, 1 << 5], dtype=np.uint64))    # 69
 //
 // (The checkers compile the same headers into a small program under sanitizers; these
-// bindings are for trying an idea from Python.) The include directories are set in
-// native/CMakeLists.txt; the compiler records each header as a dependency of this file.
+// bindings are for trying an idea from Python.)
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -108,9 +110,8 @@ std::tuple<std::uint64_t, bool, std::uint64_t, double> cached_ring_stress_py(
 
 }  // namespace
 
-void register_exercises(nb::module_& m) {
-    nb::module_ ex = m.def_submodule(
-        "exercises", "The C++ exercises' starter headers, rebuilt on import (editable install).");
+NB_MODULE(_exercises, ex) {
+    ex.doc() = "The C++ exercises' headers (starters or solutions), built on demand.";
     ex.def("highest_set", &highest_set_py, nb::arg("words"),
            "01_order_book/bitset_scan: index of the highest set bit in a uint64 array, or -1.");
     ex.def("sum_buy_limit_qty", &sum_buy_limit_qty_py, nb::arg("ops"),
