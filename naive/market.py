@@ -40,18 +40,16 @@ double quote), any other byte as ``\\xNN``.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Final
 
 import numpy as np
 
 from naive.book import Book, Fill, OrderRejected, Side
 from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, FILL_DTYPE, REASONS, as_records, records
 from twinmatch.feed_text import show_bytes, show_stock
+from twinmatch.market_contract import BOOK_STATES, MODES, check_locate, check_mode, check_order_ref
 
 __all__ = ["ANOMALIES", "BOOK_STATES", "MODES", "FeedBook", "Market", "show_bytes"]
 
-MODES: Final = ("book", "match")
-BOOK_STATES: Final = ("locked", "crossed")
 _A, _F, _E, _C, _X, _D, _U, _R, _H = (ord(c) for c in "AFECXDURH")
 _BUY, _SELL = ord("B"), ord("S")
 _NORMAL, _LOCKED, _CROSSED = 0, 1, 2
@@ -61,12 +59,6 @@ FillRow = tuple[int, int, int, int, int, int]
 
 
 
-def _check_locate(locate: int) -> int:
-    if not isinstance(locate, int) or isinstance(locate, bool):
-        raise TypeError(f"locate must be an int, got {type(locate).__name__}")
-    if not 0 <= locate <= 0xFFFF:
-        raise ValueError(f"locate must be 0..65535, got {locate}")
-    return locate
 
 
 # --8<-- [start:feedbook]
@@ -154,9 +146,7 @@ class Market:
 
     # --8<-- [start:state]
     def __init__(self, mode: str = "book") -> None:
-        if mode not in MODES:
-            raise ValueError(f"mode must be 'book' or 'match', got {mode!r}")
-        self.mode = mode
+        self.mode = check_mode(mode)
         # locate -> book, created at its first order: a FeedBook in book mode, a Book in
         # match mode
         self._books: dict[int, FeedBook | Book] = {}
@@ -199,11 +189,11 @@ class Market:
 
     def stock(self, locate: int) -> str:
         """The symbol an R message gave the locate (show_bytes, trailing spaces cut), or ''."""
-        return show_stock(self._names.get(_check_locate(locate), b""))
+        return show_stock(self._names.get(check_locate(locate), b""))
 
     def trading_state(self, locate: int) -> str:
         """The trading state (H T P Q ...) of the locate's last H message, or ''."""
-        state = self._trading.get(_check_locate(locate))
+        state = self._trading.get(check_locate(locate))
         return "" if state is None else show_bytes(bytes([state]))
 
     def trading_states(self) -> dict[str, int]:
@@ -231,20 +221,20 @@ class Market:
 
     def top(self, locate: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
         """((bid, qty) | None, (ask, qty) | None) of one locate's book."""
-        book = self._books.get(_check_locate(locate))
+        book = self._books.get(check_locate(locate))
         if book is None:
             return None, None
         return book.best_bid(), book.best_ask()
 
     def depth(self, locate: int, side: int, levels: int) -> list[tuple[int, int, int]]:
-        book = self._books.get(_check_locate(locate))
+        book = self._books.get(check_locate(locate))
         if side not in (0, 1):
             raise ValueError("side must be 0 or 1")
         return [] if book is None else book.depth(Side(side), levels)
 
     def order(self, order_ref: int) -> tuple[int, int, int, int] | None:
         """(locate, side, price, shares) of a live order, or None."""
-        locate = self._refs.get(order_ref)
+        locate = self._refs.get(check_order_ref(order_ref))
         if locate is None:
             return None
         found = self._books[locate].order(order_ref)

@@ -38,7 +38,12 @@ from naive.market import Market
 from twinmatch.dtypes import EVENT_DTYPE
 from twinmatch.feed_text import type_key
 from twinmatch.itch_errors import ItchError
-from twinmatch.pipeline_contract import PipelineInterrupted, check_capacity, run_threads
+from twinmatch.pipeline_contract import (
+    PipelineInterrupted,
+    check_buffer,
+    check_capacity,
+    run_threads,
+)
 
 __all__ = ["POLICIES", "Pipeline"]
 
@@ -250,6 +255,7 @@ class Pipeline:
         Ctrl-C stops the parser, the rest drains, and PipelineInterrupted carries the
         report.
         """
+        data = check_buffer(data)  # a one-line TypeError before any thread starts
         start = time.perf_counter()
         stages = [
             ("parser", lambda: self._guarded(self._parser, data)),

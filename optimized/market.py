@@ -15,31 +15,22 @@ naive/market.py's docstring; both twins count everything alike.
 
 from __future__ import annotations
 
-from typing import Final
-
 import numpy as np
 
 from optimized import _native
 from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, REASONS, as_records
+from twinmatch.market_contract import BOOK_STATES, MODES, check_locate, check_mode, check_order_ref
 
 __all__ = ["ANOMALIES", "BOOK_STATES", "MODES", "Market", "show_bytes"]
 
-MODES: Final = ("book", "match")
-BOOK_STATES: Final = ("locked", "crossed")
 assert _native.MARKET_ANOMALY_KINDS == len(ANOMALIES), "native/market.hpp != dtypes.py"
 
 
 def show_bytes(raw: bytes) -> str:
-    """Feed bytes as text: 0x20..0x7e as themselves, any other byte as ``\\xNN`` (C++)."""
+    """Feed bytes as text by twinmatch.feed_text's rule, in C++ (native/feed_text.hpp)."""
     return str(_native.show_bytes(raw))
 
 
-def _check_locate(locate: int) -> int:
-    if not isinstance(locate, int) or isinstance(locate, bool):
-        raise TypeError(f"locate must be an int, got {type(locate).__name__}")
-    if not 0 <= locate <= 0xFFFF:
-        raise ValueError(f"locate must be 0..65535, got {locate}")
-    return locate
 
 
 class Market:
@@ -47,7 +38,7 @@ class Market:
 
     def __init__(self, mode: str = "book", window_levels: int = 4096,
                  initial_orders: int = 64) -> None:
-        self._m = _native.Market(mode, window_levels, initial_orders)
+        self._m = _native.Market(check_mode(mode), window_levels, initial_orders)
         self.mode: str = self._m.mode
 
     def run(self, events: np.ndarray) -> np.ndarray:
@@ -84,10 +75,10 @@ class Market:
         return [(int(loc), int(n)) for loc, n in self._m.activity()]
 
     def stock(self, locate: int) -> str:
-        return str(self._m.stock(_check_locate(locate)))
+        return str(self._m.stock(check_locate(locate)))
 
     def trading_state(self, locate: int) -> str:
-        return str(self._m.trading_state(_check_locate(locate)))
+        return str(self._m.trading_state(check_locate(locate)))
 
     def trading_states(self) -> dict[str, int]:
         return {str(k): int(v) for k, v in self._m.trading_states().items()}
@@ -96,15 +87,15 @@ class Market:
         return {str(k): int(v) for k, v in self._m.book_states()}
 
     def top(self, locate: int) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
-        bid, ask = self._m.top(_check_locate(locate))
+        bid, ask = self._m.top(check_locate(locate))
         return bid, ask
 
     def depth(self, locate: int, side: int, levels: int) -> list[tuple[int, int, int]]:
-        rows: list[tuple[int, int, int]] = self._m.depth(_check_locate(locate), side, levels)
+        rows: list[tuple[int, int, int]] = self._m.depth(check_locate(locate), side, levels)
         return rows
 
     def order(self, order_ref: int) -> tuple[int, int, int, int] | None:
-        found: tuple[int, int, int, int] | None = self._m.order(order_ref)
+        found: tuple[int, int, int, int] | None = self._m.order(check_order_ref(order_ref))
         return found
 
     def books_csv(self) -> str:

@@ -25,7 +25,13 @@ from optimized import _native
 from optimized.itch import LENGTHS, tail_error
 from twinmatch.dtypes import ANOMALIES, REASONS
 from twinmatch.itch_errors import ITCH_REASONS, ItchError
-from twinmatch.pipeline_contract import PipelineInterrupted, check_capacity, run_threads
+from twinmatch.market_contract import check_mode
+from twinmatch.pipeline_contract import (
+    PipelineInterrupted,
+    check_buffer,
+    check_capacity,
+    run_threads,
+)
 
 __all__ = ["PLACEMENTS", "POLICIES", "WAITS", "Pipeline"]
 
@@ -50,6 +56,7 @@ class Pipeline:
         if policy not in POLICIES:
             raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
         self.policy = policy
+        mode = check_mode(mode)
         cls = _native.Pipeline if stage_lines else _native.PackedPipeline
         self._p = cls(
             mode, ring_capacity, fill_capacity, policy == "drop", logger_delay_ns,
@@ -68,6 +75,7 @@ class Pipeline:
         Ctrl-C stops the parser, the rest drains, and PipelineInterrupted carries the
         report.
         """
+        check_buffer(data)  # the same TypeError as the naive twin, before any thread starts
         fd = -1
         if fills is not None:
             fills.flush()  # what Python buffered goes first

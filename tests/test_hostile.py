@@ -605,41 +605,6 @@ XFAIL: dict[str, str] = {
        "twins instead of raising ValueError " + _HANG for n in ("0", "-1")},
     "orders-lobster_to_ops-none": "orders (h4): lobster_to_ops(None) raises AttributeError in "
         "both twins, not a TypeError naming the argument " + _SAME,
-    "market-new-none-mode": "market (h3): Market(None): naive ValueError, optimized nanobind's "
-        "signature dump " + _DUMP,
-    "market-top-none": "market (h3): top(None): naive returns (None, None), optimized "
-        "nanobind's signature dump " + _DUMP,
-    "market-top-negative": "market (h3): top(-1): naive returns (None, None), optimized raises "
-        "ValueError " + _SAME,
-    "market-top-unknown": "market (h3): top(65536): naive returns (None, None), optimized "
-        "raises ValueError " + _SAME,
-    "market-depth-side-5": "market (h3): depth(side=5): the ValueError messages differ " + _SAME,
-    "market-order-none": "market (h3): order(None): naive returns None, optimized nanobind's "
-        "signature dump " + _DUMP,
-    "market-order-negative": "market (h3): order(-1): naive returns None, optimized nanobind's "
-        "signature dump " + _DUMP,
-    "market-stock-negative": "market (h3): stock(-1): naive returns '', optimized raises "
-        "ValueError " + _SAME,
-    "market-stock-none": "market (h3): stock(None): naive returns '', optimized nanobind's "
-        "signature dump " + _DUMP,
-    "pipeline-new-bogus-mode": "pipeline (h2): Pipeline('bogus'): the ValueError messages "
-        "differ " + _SAME,
-    "pipeline-new-ring-0": "pipeline (h2): ring_capacity=0: the ValueError messages differ "
-        + _SAME,
-    "pipeline-new-ring-negative": "pipeline (h2): ring_capacity=-1: naive ValueError, "
-        "optimized nanobind's signature dump " + _DUMP,
-    "pipeline-run-none": "pipeline (h2): run(None): naive memoryview TypeError, optimized "
-        "nanobind's signature dump " + _DUMP,
-    "histogram-new-width-none": "histogram (h2): Histogram(None, 10): naive TypeError from a "
-        "comparison, optimized ValueError " + _SAME,
-    **{f"histogram-record-{name}": f"histogram (h2): record({name}): naive counts it, "
-       "optimized nanobind's signature dump " + _DUMP for name in ("negative", "nan", "2**64")},
-    "histogram-record-none": "histogram (h2): record(None): naive TypeError from arithmetic, "
-        "optimized nanobind's signature dump " + _DUMP,
-    "histogram-percentile-nan": "histogram (h2): percentile(nan): naive ValueError, optimized "
-        "returns the maximum " + _SAME,
-    "histogram-percentile-none": "histogram (h2): percentile(None): naive TypeError from a "
-        "comparison, optimized nanobind's signature dump " + _DUMP,
     "replay-fifo": "replay (h3/h4): replay() opens a FIFO in sniff() and blocks for ever (the "
         "command line refuses it before opening; the API does not) " + _HANG,
 }

@@ -21,7 +21,7 @@ from typing import Any, Final
 
 __all__ = ["BUCKETS", "MAX_LATENCY", "PERCENTILES", "RING_CAPACITY_MAX", "SUB_BUCKETS",
            "SUB_BUCKET_BITS", "PipelineInterrupted", "check_capacity", "check_latency",
-           "run_threads", "percentile_ppm"]
+           "run_threads", "percentile_ppm", "check_buffer"]
 
 # --8<-- [start:layout]
 # Values below 2 * SUB_BUCKETS (64 ns) get one bucket each (exact). Above, each power of
@@ -149,3 +149,15 @@ def run_threads(targets: Sequence[tuple[str, Callable[[], None]]], stop: Callabl
         t.join()  # every body has returned: this waits only for the thread's last steps
     return interrupted
 # --8<-- [end:join]
+
+
+def check_buffer(data: object) -> memoryview:
+    """The bytes a pipeline parses, as one contiguous run of bytes (a memoryview), or a
+    one-line TypeError naming what was given: the same words in both twins."""
+    try:
+        mv = memoryview(data)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"data must be a bytes-like object, not {type(data).__name__}") from None
+    if not mv.c_contiguous:
+        raise TypeError("data must be a contiguous bytes-like object")
+    return mv.cast("B")
