@@ -17,7 +17,7 @@ from typing import Final, NamedTuple
 import numpy as np
 
 from twinmatch.dtypes import EVENT_DTYPE
-from twinmatch.itch_errors import ItchError
+from twinmatch.itch_errors import ItchError, byte_view
 from twinmatch.itch_files import CHUNK_SIZE, Source, file_chunks
 
 __all__ = [
@@ -400,7 +400,7 @@ def scan(buffer: bytes | memoryview, base: int = 0) -> tuple[
     not an error here (read_file carries it into the next chunk); decode() makes it one.
     ``base`` is the buffer's offset in the file, so errors name absolute offsets.
     """
-    mv = memoryview(buffer).cast("B")
+    mv = byte_view(buffer).cast("B")
     end = len(mv)
     rows: list[EventRow] = []
     counts: dict[int, int] = {}
@@ -453,7 +453,7 @@ def decode(buffer: bytes | memoryview) -> tuple[np.ndarray, dict[str, int]]:
     events, counts, consumed, error = scan(buffer)
     if error is not None:
         raise error
-    if consumed != len(memoryview(buffer).cast("B")):
+    if consumed != len(byte_view(buffer)):
         err = tail_error(buffer, consumed, 0)
         err.events, err.counts = events, counts
         raise err

@@ -54,6 +54,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from twinmatch.itch_errors import byte_view
 from twinmatch.itch_files import Source
 from twinmatch.pcap_files import decode_stream
 
@@ -373,7 +374,7 @@ class Scanner:
     def feed(self, buf: bytes | bytearray | memoryview) -> tuple[np.ndarray, int]:
         """Consume every whole record at the start of `buf` (which begins at self.offset);
         return (framed message blocks, bytes consumed)."""
-        view = memoryview(buf).cast("B")
+        view = byte_view(buf)
         pos = 0
         out = bytearray()
         if self.error is not None:
@@ -419,7 +420,7 @@ class Scanner:
     def finish(self, rest: bytes | bytearray | memoryview) -> None:
         """At end of file: raise if anything is left over (a cut record or header)."""
         self.check()
-        view = memoryview(rest).cast("B")
+        view = byte_view(rest)
         if self.order is None:
             parse_global_header(view, self.stats)  # raises: too short
         if len(view) == 0:
@@ -444,7 +445,7 @@ def scan(buffer: bytes | bytearray | memoryview, group: str | None = None,
     scanner = Scanner(group, port, session)
     framed, used = scanner.feed(buffer)
     try:
-        scanner.finish(memoryview(buffer)[used:])
+        scanner.finish(byte_view(buffer)[used:])
     except PcapError as error:
         error.blocks = framed  # nothing already accepted is lost
         raise

@@ -17,7 +17,7 @@ import numpy as np
 
 from optimized import _native
 from twinmatch.dtypes import EVENT_DTYPE
-from twinmatch.itch_errors import ITCH_REASONS, ItchError, counts_dict
+from twinmatch.itch_errors import ITCH_REASONS, ItchError, byte_view, counts_dict
 from twinmatch.itch_files import CHUNK_SIZE, Source, check_not_capture, file_chunks, open_feed
 
 __all__ = ["CHUNK_SIZE", "EVENT_DTYPE", "ItchError", "LENGTHS", "decode", "read_file", "scan"]
@@ -39,7 +39,8 @@ def scan(buffer: bytes | memoryview | mmap.mmap | np.ndarray, base: int = 0) -> 
 
     Returns (events, counts, consumed bytes, error or None), like naive.itch.scan.
     """
-    raw, per_byte, consumed, code, msg_type, length = _native.itch_scan(buffer)
+    with byte_view(buffer) as view:  # refuse what the naive twin refuses, in its words
+        raw, per_byte, consumed, code, msg_type, length = _native.itch_scan(view)
     events = raw.view(EVENT_DTYPE)  # no copy: the C++ structs already have this layout
     counts = counts_dict(per_byte)
     if code == 0:
@@ -75,7 +76,7 @@ def decode(buffer: bytes | memoryview | mmap.mmap | np.ndarray) -> Batch:
     events, counts, consumed, error = scan(buffer)
     if error is not None:
         raise error
-    raw = np.frombuffer(buffer, dtype=np.uint8)  # a view, to find the size and the tail
+    raw = np.frombuffer(byte_view(buffer), dtype=np.uint8)  # to find the size and the tail
     if consumed != raw.size:
         err = tail_error(raw[consumed:].tobytes(), 0, consumed)
         err.events, err.counts = events, counts
@@ -162,4 +163,5 @@ def read_file(path: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[Batch]:
 
 def sum_bytes(buffer: bytes | memoryview | mmap.mmap | np.ndarray) -> int:
     """One plain sequential pass over the buffer in C++ (the benchmarks' bandwidth ceiling)."""
-    return int(_native.itch_sum_bytes(buffer))
+    with byte_view(buffer) as view:
+        return int(_native.itch_sum_bytes(view))

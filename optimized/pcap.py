@@ -17,6 +17,7 @@ from typing import Any, Final
 import numpy as np
 
 from optimized._native import PcapScanner
+from twinmatch.itch_errors import byte_view
 from twinmatch.itch_files import Source
 from twinmatch.pcap_files import decode_stream
 
@@ -94,7 +95,7 @@ class Scanner:
 
     def feed(self, buf: bytes | bytearray | memoryview) -> tuple[np.ndarray, int]:
         """Consume every whole record at the start of `buf`; return (blocks, bytes used)."""
-        framed, used = self._native.feed(np.frombuffer(buf, dtype=np.uint8))
+        framed, used = self._native.feed(np.frombuffer(byte_view(buf), dtype=np.uint8))
         error = self._native.error
         if error == _BAD_MAGIC:
             raise PcapError(
@@ -122,7 +123,7 @@ class Scanner:
     def finish(self, rest: bytes | bytearray | memoryview) -> None:
         """At end of file: raise if anything is left over (a cut record or header)."""
         self.check()
-        view = memoryview(rest).cast("B")
+        view = byte_view(rest)
         if not self._native.header_done:
             raise PcapError(
                 f"not a pcap file: {len(view)} bytes, shorter than the 24-byte global header", 0
@@ -150,7 +151,7 @@ def scan(buffer: bytes | bytearray | memoryview, group: str | None = None,
     scanner = Scanner(group, port, session)
     framed, used = scanner.feed(buffer)
     try:
-        scanner.finish(memoryview(buffer)[used:])
+        scanner.finish(byte_view(buffer)[used:])
     except PcapError as error:
         error.blocks = framed  # nothing already accepted is lost
         raise

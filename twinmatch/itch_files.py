@@ -43,8 +43,11 @@ def opened(source: Source) -> Iterator[IO[bytes]]:
         else:
             with open(source, "rb") as f:
                 yield f
-    else:
+    elif callable(getattr(source, "read", None)):
         yield source
+    else:  # open(5) would read file descriptor 5: a number is refused, like anything else
+        raise TypeError("source must be a path, '-' (standard input) or an open binary"
+                        f" stream, got {type(source).__name__}")
 
 
 def read_full(f: IO[bytes], n: int) -> bytes:
