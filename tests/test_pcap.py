@@ -514,3 +514,63 @@ def pcapish(draw: st.DrawFn) -> bytes:
 @given(pcapish())
 def test_differential_pcapish(data: bytes) -> None:
     _agree(data)
+
+
+# --- sources and inputs ----------------------------------------------------------------------
+
+@pytest.mark.usefixtures("fake_itch")
+def test_read_file_from_a_fifo_stdin_and_a_stream(impl: ModuleType, tmp_path: Path) -> None:
+    import io
+    import os
+    import threading
+
+    data = pcap_bytes([mold_frame(1, [msg(0), msg(1)]), mold_frame(3, [msg(2)])])
+    fifo = tmp_path / "feed.fifo"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "wb") as f:
+            f.write(data)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    reader = impl.read_file(fifo, chunk_size=50)
+    kinds = [k for batch, _ in reader for k in batch]
+    writer.join(timeout=60)
+    assert kinds == message_types(framed([msg(0), msg(1), msg(2)]))
+    assert reader.stats["messages"] == 3
+    reader = impl.read_file(io.BytesIO(data))
+    assert sum(len(b) for b, _ in reader) == 3
+    with pytest.raises(impl.PcapError, match="bad magic 0x00000000 at byte offset 0"):
+        list(impl.read_file("/dev/zero"))
+    with pytest.raises(TypeError, match="open binary stream, got int"):
+        list(impl.read_file(5))
+
+
+def test_read_file_from_stdin(impl: ModuleType) -> None:
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    data = REAL / "moldudp64-multiple-packets.pcap"
+    if not data.exists():
+        pytest.skip(f"real capture {data.name} not found in {REAL}")
+    code = ("import sys, importlib; m = importlib.import_module(sys.argv[1]);"
+            " r = m.read_file('-'); n = sum(len(e) for e, _ in r); print(n, r.stats['gaps'])")
+    child = subprocess.run([sys.executable, "-c", code, impl.__name__],
+                           input=data.read_bytes(), capture_output=True, timeout=120, cwd=ROOT)
+    assert child.returncode == 0, child.stderr.decode()
+    assert child.stdout.split() == [b"39", b"1"]
+
+
+@pytest.mark.parametrize("bad", [None, "pcap", 5, [1, 2], np.zeros((2, 24), np.uint8),
+                                 np.zeros(48, np.uint8)[::2], np.zeros(6, np.uint32)])
+def test_scanners_refuse_what_is_not_bytes_alike(bad: object) -> None:
+    words = set()
+    for mod in IMPLS.values():
+        for call in (lambda m=mod: m.scan(bad), lambda m=mod: m.Scanner().feed(bad)):
+            with pytest.raises(TypeError) as err:
+                call()
+            words.add(str(err.value))
+    assert len(words) == 1, words
+    assert words.pop().startswith("buffer must be one-dimensional contiguous bytes")

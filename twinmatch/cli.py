@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -175,6 +176,10 @@ def compare_cmd(args: argparse.Namespace) -> int:
     """Run both twins on one feed; require identical fills, counts and final books."""
     from twinmatch.replay import replay
 
+    if not args.file.is_file():  # "-", a pipe or a FIFO could be read only once
+        print(f"twinmatch compare: {args.file} is not a regular file (each twin reads it)",
+              file=sys.stderr)
+        return 2
     results = {}
     for impl in ("naive", "optimized"):
         results[impl] = replay(args.file, impl, args.mode, keep_fills=True, progress=True)
