@@ -197,9 +197,9 @@ def ethernet_payload(frame: memoryview, stats: Stats) -> memoryview | None:
 
 
 # --8<-- [start:ipv4]
-def udp_payload(ip: memoryview, stats: Stats) -> tuple[bytes, int, memoryview] | None:
-    """(destination address, destination port, UDP payload) of an IPv4 packet; the payload
-    is bounded by the IP and UDP lengths (not the frame, which Ethernet pads to 60 bytes)."""
+def udp_payload(ip: memoryview, stats: Stats) -> memoryview | None:
+    """The UDP payload of an IPv4 packet, bounded by the IP and UDP lengths (not the frame,
+    which Ethernet pads to 60 bytes)."""
     if len(ip) < 20:
         stats["malformed"] += 1
         return None
@@ -220,11 +220,18 @@ def udp_payload(ip: memoryview, stats: Stats) -> tuple[bytes, int, memoryview] |
     if len(udp) < 8:
         stats["malformed"] += 1
         return None
-    dport, udp_len = struct.unpack_from(">HH", udp, 2)
+    (udp_len,) = struct.unpack_from(">H", udp, 4)
     if udp_len < 8 or udp_len > len(udp):
         stats["malformed"] += 1
         return None
-    return bytes(ip[16:20]), dport, udp[8:udp_len]
+    return udp[8:udp_len]
+
+
+def destination(ip: memoryview) -> tuple[bytes, int]:
+    """(destination address, destination UDP port) of a packet udp_payload accepted."""
+    header_len = (ip[0] & 0x0F) * 4
+    (port,) = struct.unpack_from(">H", ip, header_len + 2)
+    return bytes(ip[16:20]), port
 # --8<-- [end:ipv4]
 
 
@@ -407,9 +414,9 @@ class Scanner:
         ip = ethernet_payload(frame, self.stats)
         if ip is None:
             return
-        found = udp_payload(ip, self.stats)
-        if found is not None:
-            group, port, payload = found
+        payload = udp_payload(ip, self.stats)
+        if payload is not None:
+            group, port = destination(ip)
             self.mold.packet(group, port, payload, out)
 
     def check(self) -> None:
