@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from os import PathLike
-from typing import Final
+from typing import Final, cast
 
 import numpy as np
 
@@ -49,7 +49,7 @@ def pieces(source: OrderSource) -> Iterator[tuple[bytes, int]]:
         data = bytes(byte_view(source))  # bytes-like, but of single bytes and 1-D
         yield from _cut(data[i:i + READ_SIZE] for i in range(0, len(data), READ_SIZE))
         return
-    with opened(source) as f:
+    with opened(cast(Source, source)) as f:  # a path, "-" or a stream: checked above
         yield from _cut(iter(lambda: read_full(f, READ_SIZE), b""))
 
 
