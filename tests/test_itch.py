@@ -669,8 +669,13 @@ def test_read_file_from_a_fifo(impl: ModuleType, tmp_path: Path, case: str) -> N
 def test_read_file_from_process_substitution(impl: ModuleType) -> None:
     """``<(cat day.itch)`` hands the program /dev/fd/N, a pipe."""
     r, w = os.pipe()
-    writer = write_in_thread(f"/dev/fd/{w}", GZ_GOOD)
-    os.close(w)  # the thread opened its own descriptor for the pipe
+
+    def write() -> None:
+        with os.fdopen(w, "wb") as f:  # the writer owns its end and closes it
+            f.write(GZ_GOOD)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
     try:
         got = outcome_file(impl, Path(f"/dev/fd/{r}"), 100)
     finally:
