@@ -49,7 +49,7 @@ void register_orders(nb::module_& m) {
         return parse<twinmatch::LobsterRecord>(data, out, first_line, header_checked,
                                                to::parse_lobster);
     }, nb::arg("data"), nb::arg("out"), nb::arg("first_line"), nb::arg("header_checked"),
-       "LOBSTER messages -> LOBSTER_DTYPE records in out;"
+       "LOBSTER -> LOBSTER_DTYPE records in out;"
        " (count, problem, line, field, nfields, header_checked)");
     using SkipResult =
         std::tuple<std::size_t, std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t>;

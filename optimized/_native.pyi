@@ -285,7 +285,7 @@ def parse_lobster(
     header_checked: bool,
 ) -> tuple[int, int, int, int, int, bool]:
     """
-    LOBSTER messages -> LOBSTER_DTYPE records in out; (count, problem, line, field, nfields, header_checked)
+    LOBSTER -> LOBSTER_DTYPE records in out; (count, problem, line, field, nfields, header_checked)
     """
 
 def lobster_to_ops(
