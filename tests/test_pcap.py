@@ -3,6 +3,7 @@ except in the read_file tests, which use a stand-in decoder)."""
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
 import types
@@ -576,3 +577,22 @@ def test_scanners_refuse_what_is_not_bytes_alike(bad: object) -> None:
         words.add(str(err.value))
     assert len(words) == 1, words
     assert words.pop().startswith("buffer must be one-dimensional contiguous bytes")
+
+
+@pytest.mark.usefixtures("fake_itch")
+def test_file_shrinking_while_read_is_a_truncation_error(impl: ModuleType, tmp_path: Path,
+                                                         ) -> None:
+    """Read the first chunk, cut the file inside a later record, read on: everything
+    before that record is delivered, then PcapError names it."""
+    frames = [mold_frame(1 + i, [msg(i)]) for i in range(200)]
+    data = pcap_bytes(frames)
+    record = 24 + 150 * (16 + len(frames[0]))  # the 151st record's offset
+    path = tmp_path / "shrinking.pcap"
+    path.write_bytes(data)
+    reader = impl.read_file(path, chunk_size=1000)
+    kinds = list(next(reader)[0])
+    os.truncate(path, record + 20)
+    with pytest.raises(impl.PcapError, match=f"truncated pcap record at byte offset {record}"):
+        for batch, _ in reader:
+            kinds += batch
+    assert kinds == message_types(framed([msg(i) for i in range(150)]))
