@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Final, NamedTuple
 
 import numpy as np
 
 from twinmatch.dtypes import EVENT_DTYPE
-from twinmatch.itch_errors import ItchError
-from twinmatch.itch_files import CHUNK_SIZE, file_chunks
+from twinmatch.itch_errors import ItchError, byte_view
+from twinmatch.itch_files import CHUNK_SIZE, Source, file_chunks
 
 __all__ = [
     "CHUNK_SIZE", "EVENT_DTYPE", "ItchError", "LENGTHS", "Record", "decode", "encode",
@@ -401,7 +400,7 @@ def scan(buffer: bytes | memoryview, base: int = 0) -> tuple[
     not an error here (read_file carries it into the next chunk); decode() makes it one.
     ``base`` is the buffer's offset in the file, so errors name absolute offsets.
     """
-    mv = memoryview(buffer).cast("B")
+    mv = byte_view(buffer).cast("B")
     end = len(mv)
     rows: list[EventRow] = []
     counts: dict[int, int] = {}
@@ -454,7 +453,7 @@ def decode(buffer: bytes | memoryview) -> tuple[np.ndarray, dict[str, int]]:
     events, counts, consumed, error = scan(buffer)
     if error is not None:
         raise error
-    if consumed != len(memoryview(buffer).cast("B")):
+    if consumed != len(byte_view(buffer)):
         err = tail_error(buffer, consumed, 0)
         err.events, err.counts = events, counts
         raise err
@@ -463,14 +462,15 @@ def decode(buffer: bytes | memoryview) -> tuple[np.ndarray, dict[str, int]]:
 
 # --8<-- [start:read_file]
 def read_file(
-    path: str | Path, chunk_size: int = CHUNK_SIZE
+    path: Source, chunk_size: int = CHUNK_SIZE
 ) -> Iterator[tuple[np.ndarray, dict[str, int]]]:
-    """Stream an ITCH file (plain or gzip) as (events, counts) batches, one per chunk.
+    """Stream an ITCH feed (plain or gzip) as (events, counts) batches, one per chunk.
 
-    A record cut by a chunk boundary is carried into the next chunk, so the file never has
-    to fit in memory. A bad or truncated record raises ItchError naming its offset in the
-    (decompressed) file, after every batch before it has been yielded. An empty file yields
-    nothing. Batches with no whole record are not yielded.
+    ``path`` is a file, a pipe or FIFO, ``"-"`` for standard input, or an open binary
+    stream. A record cut by a chunk boundary is carried into the next chunk, so the feed
+    never has to fit in memory. A bad or truncated record raises ItchError naming its
+    offset in the (decompressed) feed, after every batch before it has been yielded. An
+    empty feed yields nothing. Batches with no whole record are not yielded.
     """
     carry = b""
     base = 0  # file offset of carry[0]

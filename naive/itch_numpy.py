@@ -14,7 +14,7 @@ import numpy as np
 
 from naive.itch import LENGTHS, tail_error
 from twinmatch.dtypes import EVENT_DTYPE
-from twinmatch.itch_errors import ItchError
+from twinmatch.itch_errors import ItchError, byte_view
 
 __all__ = ["decode"]
 
@@ -80,7 +80,7 @@ def frame_walk(mv: memoryview) -> tuple[list[int], ItchError | None, int]:
 
 def decode(buffer: bytes | memoryview) -> tuple[np.ndarray, dict[str, int]]:
     """Same contract and output as naive.itch.decode, decoded a message type at a time."""
-    mv = memoryview(buffer).cast("B")
+    mv = byte_view(buffer).cast("B")
     starts, error, stop = frame_walk(mv)
     raw = np.frombuffer(mv, dtype=np.uint8)
     at = np.array(starts, dtype=np.int64)

@@ -7,8 +7,10 @@ with up to 9 decimals, price in 1/10000 dollars, direction 1 buy, -1 sell).
 
 Rules both twins share (same result or the same error, word for word):
 
-* Input is a path or the file's bytes. A UTF-8 byte-order mark is ignored, ``\\r\\n`` line
-  ends are accepted, blank lines (only spaces or tabs) are skipped.
+* Input is a path, ``"-"`` (standard input), an open binary stream (a pipe) or the file's
+  bytes. A UTF-8 byte-order mark is ignored, ``\\r\\n`` line ends are accepted, blank lines
+  (only spaces or tabs) are skipped. A line longer than 1 MiB (``MAX_LINE``) is an error
+  (after any bad line before it), so an endless line (``/dev/zero``) cannot fill memory.
 * The first non-blank line is a header, and skipped, when its first field does not start
   with a digit or ``-``.
 * Each field may have spaces or tabs around it; inside it must be ASCII digits (``-`` in
@@ -23,7 +25,6 @@ Rules both twins share (same result or the same error, word for word):
 from __future__ import annotations
 
 from collections.abc import Iterator
-from os import PathLike
 from typing import Final
 
 import numpy as np
@@ -38,6 +39,14 @@ from twinmatch.dtypes import (
     OPS_DTYPE,
 )
 from twinmatch.dtypes import records as zeroed_records
+from twinmatch.order_files import (
+    MAX_LINE,
+    LineTooLong,
+    OrderSource,
+    check_lobster,
+    pieces,
+    zeroed_copy,
+)
 
 U32_MAX: Final = 2**32 - 1
 U64_MAX: Final = 2**64 - 1
@@ -47,7 +56,8 @@ LOBSTER_FIELDS: Final = ("time", "type", "order_id", "size", "price", "direction
 
 SKIP_KINDS: Final = ("hidden_execution", "cross_trade", "halt", "other")
 
-Source = str | PathLike[str] | bytes | bytearray | memoryview
+Source = OrderSource
+__all__ = ["MAX_LINE", "OrdersError", "lobster_to_ops", "read_csv", "read_lobster"]
 
 
 class OrdersError(ValueError):
@@ -62,19 +72,22 @@ class FieldProblem(Exception):
     """Raised inside a field parser; the caller adds the line and field name."""
 
 
-def read_bytes(source: Source) -> bytes:
-    if isinstance(source, bytes | bytearray | memoryview):
-        return bytes(source)
-    with open(source, "rb") as f:
-        return f.read()
+def source_lines(source: Source) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) of every line, read a piece of whole lines at a time
+    (twinmatch/order_files.py), so a bad line is found before the rest is read."""
+    try:
+        for piece, first in pieces(source):
+            if first == 1 and piece.startswith(b"\xef\xbb\xbf"):
+                piece = piece[3:]
+            yield from enumerate(piece.split(b"\n"), start=first)
+    except LineTooLong as e:
+        raise OrdersError(str(e), e.line) from None
 
 
-def data_lines(data: bytes, names: tuple[str, ...]) -> Iterator[tuple[int, list[bytes]]]:
+def data_lines(source: Source, names: tuple[str, ...]) -> Iterator[tuple[int, list[bytes]]]:
     """(line number, stripped fields) of each data line in turn; checks the field count."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
     header_checked = False
-    for number, line in enumerate(data.split(b"\n"), start=1):
+    for number, line in source_lines(source):
         if not line.strip(b" \t\r"):
             continue
         fields = [f.strip(b" \t") for f in line.removesuffix(b"\r").split(b",")]
@@ -162,7 +175,7 @@ def field_error(number: int, name: str, text: bytes, problem: str) -> OrdersErro
 def read_csv(source: Source) -> np.ndarray:
     """CSV orders -> OPS_DTYPE array (quantity 0: cancel; price 0: market; else limit)."""
     records = []
-    for number, fields in data_lines(read_bytes(source), CSV_FIELDS):
+    for number, fields in data_lines(source, CSV_FIELDS):
         try:
             name, text = "order_id", fields[0]
             order_id = parse_uint(text, U64_MAX)
@@ -183,7 +196,7 @@ def read_csv(source: Source) -> np.ndarray:
 def read_lobster(source: Source) -> np.ndarray:
     """A LOBSTER message file -> LOBSTER_DTYPE array (time as int64 ns after midnight)."""
     records = []
-    for number, fields in data_lines(read_bytes(source), LOBSTER_FIELDS):
+    for number, fields in data_lines(source, LOBSTER_FIELDS):
         time_f, type_f, id_f, size_f, price_f, dir_f = fields
         try:
             name, text = "time", time_f
@@ -216,8 +229,7 @@ def lobster_to_ops(messages: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
     and are skipped and counted (any other type, only possible in a hand-made array, as
     "other").
     """
-    if messages.dtype != LOBSTER_DTYPE:
-        raise TypeError(f"lobster_to_ops: expected LOBSTER_DTYPE, got {messages.dtype}")
+    messages = check_lobster(messages)
     op_for = {1: OP_LIMIT, 2: OP_REDUCE, 3: OP_CANCEL, 4: OP_EXECUTE}
     skip_name = {5: "hidden_execution", 6: "cross_trade", 7: "halt"}
     skipped = dict.fromkeys(SKIP_KINDS, 0)
@@ -232,5 +244,6 @@ def lobster_to_ops(messages: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
         price = int(m["price"]) & U32_MAX
         ops[n] = (int(m["order_id"]), 0, price, int(m["size"]), op_for[kind], side)
         n += 1
-    return ops[:n].copy(), skipped
+    return zeroed_copy(ops[:n]), skipped
 # --8<-- [end:lobster_to_ops]
+

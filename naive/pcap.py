@@ -11,7 +11,10 @@ Decisions, shared with the optimized twin (same statistics, same errors):
 * Only link type 1 (Ethernet) is read; any other link type, a bad magic (a raw ``.itch``
   file, pcapng) or a file shorter than the 24-byte global header raises ``PcapError``.
 * A record header or body cut short at the end of the file raises ``PcapError`` naming the
-  byte offset of that record, after every whole record before it has been delivered.
+  byte offset of that record, after every whole record before it has been delivered. So
+  does a record whose ``incl_len`` is larger than the snap length (the file header's, or
+  262,144 bytes, libpcap's own bound, when that is 0 or larger): it is refused as soon as
+  its header is read, not after buffering the rest of the file in search of its end.
 * A packet cut by the snap length (``incl_len < orig_len``) is counted in ``truncated`` and
   skipped whole: part of a MoldUDP64 packet cannot be trusted to end on a block, and the
   next packet's sequence number reports the messages it carried as a gap.
@@ -23,13 +26,22 @@ Decisions, shared with the optimized twin (same statistics, same errors):
 * MoldUDP64 sequence numbers start at 1, so sequence 0 never occurs on a live feed;
   publishers that sanitize captures zero it. Packets with sequence 0 are delivered without
   sequence tracking and counted in ``unsequenced``.
-* Sequence tracking: the first sequenced packet sets the expected number. A higher number is
-  a gap (``gaps`` += 1, ``gap_messages`` += missing, ``first_gap_seq`` = first missing number);
-  a packet wholly below the expected number is a duplicate (skipped, counted in
-  ``duplicate_packets`` and ``duplicate_messages``); a partial overlap delivers only the new
-  messages (the old ones counted in ``duplicate_messages``). Heartbeats (count 0) and
-  end-of-session packets (count 0xFFFF) carry the next expected number and can reveal a gap.
-  A packet from a different session counts in ``session_changes`` and restarts tracking.
+* Sequence tracking is per **stream**: one destination (IPv4 group, UDP port) and one
+  session. Each stream keeps its own expected number, so a stray UDP packet to another port,
+  or a second session interleaved with the first, never disturbs another stream's gap
+  tracking. In a stream, the first sequenced packet sets the expected number. A higher number
+  is a gap (``gaps`` += 1, ``gap_messages`` += missing, ``first_gap_seq`` = first missing
+  number of the first gap in any stream); a packet wholly below the expected number is a
+  duplicate (skipped, counted in ``duplicate_packets`` and ``duplicate_messages``); a partial
+  overlap delivers only the new messages (the old ones counted in ``duplicate_messages``).
+  Heartbeats (count 0) and end-of-session packets (count 0xFFFF) carry the next expected
+  number and can reveal a gap. ``streams`` counts the streams seen, ``session`` and
+  ``next_seq`` are those of the last MoldUDP64 packet's stream, and ``Scanner.streams()``
+  lists each stream's own counts. At most ``MAX_STREAMS`` (64) streams are tracked; packets
+  of any further stream are skipped and counted in ``untracked``.
+* Filters (``group``, ``port``, ``session`` arguments): a UDP packet to another destination
+  group or port, or a MoldUDP64 packet of another session, is skipped and counted in
+  ``filtered`` before anything else is counted about it.
 """
 
 from __future__ import annotations
@@ -42,6 +54,8 @@ from typing import Any, Final
 
 import numpy as np
 
+from twinmatch.itch_errors import byte_view
+from twinmatch.itch_files import Source
 from twinmatch.pcap_files import decode_stream
 
 GLOBAL_HEADER_LEN: Final = 24
@@ -55,24 +69,70 @@ IPPROTO_UDP: Final = 17
 IPPROTO_TCP: Final = 6
 DEFAULT_CHUNK: Final = 1 << 22
 U64_MAX: Final = 2**64 - 1
+MAX_SNAPLEN: Final = 262_144  # libpcap's bound on any record; used when the header says 0
+MAX_STREAMS: Final = 64
 
 # The statistics, in the order both twins report them. Every value is an int but `session`.
 STAT_KEYS: Final[tuple[str, ...]] = (
     "nanosecond", "big_endian", "snaplen", "packets", "truncated", "non_ipv4", "non_udp",
     "ipv4_fragments", "malformed", "not_moldudp64", "bad_moldudp64", "moldudp64",
     "unsequenced", "heartbeats", "end_of_session", "messages", "gaps", "gap_messages",
-    "first_gap_seq", "duplicate_packets", "duplicate_messages", "session_changes", "next_seq",
+    "first_gap_seq", "duplicate_packets", "duplicate_messages", "streams", "untracked",
+    "filtered", "next_seq",
+)
+STREAM_KEYS: Final[tuple[str, ...]] = (
+    "group", "port", "session", "packets", "messages", "gaps", "gap_messages", "next_seq",
 )
 
 Stats = dict[str, Any]
 
 
 class PcapError(ValueError):
-    """A capture that cannot be read; ``offset`` is the byte offset of the problem."""
+    """A capture that cannot be read; ``offset`` is the byte offset of the problem.
+
+    From ``scan``, ``blocks`` holds the message blocks of every record before it.
+    """
 
     def __init__(self, message: str, offset: int) -> None:
         super().__init__(message)
         self.offset = offset
+        self.blocks = np.zeros(0, dtype=np.uint8)
+
+
+def snap_limit(snaplen: int) -> int:
+    """The largest incl_len a record may have: the snap length, if it is a sane one."""
+    return snaplen if 0 < snaplen <= MAX_SNAPLEN else MAX_SNAPLEN
+
+
+def record_too_long(offset: int, incl_len: int, limit: int) -> PcapError:
+    return PcapError(
+        f"pcap record at byte offset {offset}: incl_len {incl_len} is larger than the snap"
+        f" length {limit}", offset
+    )
+
+
+def ipv4_text(addr: bytes) -> str:
+    return ".".join(str(b) for b in addr)
+
+
+def parse_group(group: str | None) -> bytes | None:
+    """A dotted IPv4 address as its 4 bytes (None stays None)."""
+    if group is None:
+        return None
+    parts = group.split(".")
+    if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
+        raise ValueError(f"group must be a dotted IPv4 address, got {group!r}")
+    return bytes(int(p) for p in parts)
+
+
+def session_bytes(session: str | bytes | None) -> bytes | None:
+    """A session name as the 10 bytes on the wire (space padded), None stays None."""
+    if session is None:
+        return None
+    raw = session.encode("latin-1") if isinstance(session, str) else bytes(session)
+    if len(raw) > 10:
+        raise ValueError(f"a MoldUDP64 session has 10 bytes, got {len(raw)}")
+    return raw.ljust(10)
 
 
 def new_stats() -> Stats:
@@ -165,6 +225,13 @@ def udp_payload(ip: memoryview, stats: Stats) -> memoryview | None:
         stats["malformed"] += 1
         return None
     return udp[8:udp_len]
+
+
+def destination(ip: memoryview) -> tuple[bytes, int]:
+    """(destination address, destination UDP port) of a packet udp_payload accepted."""
+    header_len = (ip[0] & 0x0F) * 4
+    (port,) = struct.unpack_from(">H", ip, header_len + 2)
+    return bytes(ip[16:20]), port
 # --8<-- [end:ipv4]
 
 
@@ -185,30 +252,64 @@ def block_ends(payload: memoryview, count: int) -> list[int] | None:
 
 
 # --8<-- [start:mold_seq]
-class MoldState:
-    """Sequence tracking for one MoldUDP64 stream."""
+class Stream:
+    """Sequence tracking for one MoldUDP64 stream: one destination, one session."""
 
-    def __init__(self, stats: Stats) -> None:
-        self.stats = stats
-        self.session: bytes | None = None
+    def __init__(self, group: bytes, port: int, session: bytes) -> None:
+        self.group, self.port, self.session = group, port, session
         self.expected: int | None = None  # next sequence number we expect; None = not yet
+        self.packets = self.messages = self.gaps = self.gap_messages = 0
 
-    def gap_check(self, seq: int) -> None:
+    def counts(self) -> Stats:
+        return {"group": ipv4_text(self.group), "port": self.port,
+                "session": self.session.decode("latin-1"), "packets": self.packets,
+                "messages": self.messages, "gaps": self.gaps,
+                "gap_messages": self.gap_messages, "next_seq": self.expected or 0}
+
+
+class MoldState:
+    """Sequence tracking for every MoldUDP64 stream of a capture, plus the filters."""
+
+    def __init__(self, stats: Stats, group: bytes | None = None, port: int | None = None,
+                 session: bytes | None = None) -> None:
+        self.stats = stats
+        self.want_group, self.want_port, self.want_session = group, port, session
+        self.streams: dict[tuple[bytes, int, bytes], Stream] = {}
+
+    def stream(self, group: bytes, port: int, session: bytes) -> Stream | None:
+        """This packet's stream (a new one on first sight), or None if the table is full."""
+        key = (group, port, session)
+        found = self.streams.get(key)
+        if found is None and len(self.streams) < MAX_STREAMS:
+            found = self.streams[key] = Stream(group, port, session)
+            self.stats["streams"] += 1
+        return found
+
+    def gap_check(self, s: Stream, seq: int) -> None:
         st = self.stats
-        if self.expected is not None and seq > self.expected:
+        if s.expected is not None and seq > s.expected:
             if st["gaps"] == 0:
-                st["first_gap_seq"] = self.expected
+                st["first_gap_seq"] = s.expected
             st["gaps"] += 1
-            # Saturating, like the C++ twin's 64-bit counter.
-            st["gap_messages"] = min(st["gap_messages"] + seq - self.expected, U64_MAX)
+            s.gaps += 1
+            # Saturating, like the C++ twin's 64-bit counters.
+            st["gap_messages"] = min(st["gap_messages"] + seq - s.expected, U64_MAX)
+            s.gap_messages = min(s.gap_messages + seq - s.expected, U64_MAX)
 
-    def packet(self, payload: memoryview, out: bytearray) -> None:
+    def packet(self, group: bytes, port: int, payload: memoryview, out: bytearray) -> None:
         """Account for one UDP payload; append the blocks of new messages to `out`."""
         st = self.stats
+        if (self.want_group is not None and group != self.want_group) or (
+                self.want_port is not None and port != self.want_port):
+            st["filtered"] += 1
+            return
         if len(payload) < MOLD_HEADER_LEN:
             st["not_moldudp64"] += 1
             return
         session = bytes(payload[0:10])
+        if self.want_session is not None and session != self.want_session:
+            st["filtered"] += 1
+            return
         seq, count = struct.unpack_from(">QH", payload, 10)
         if count == 0 or count == END_OF_SESSION:
             ends: list[int] = []
@@ -219,68 +320,84 @@ class MoldState:
                 st["bad_moldudp64"] += 1
                 return
             ends = found
+        s = self.stream(group, port, session)
+        if s is None:
+            st["untracked"] += 1
+            return
         st["moldudp64"] += 1
-        if self.session is None:
-            self.session = session
-            st["session"] = session.decode("latin-1")
-        elif session != self.session:
-            st["session_changes"] += 1
-            self.session, self.expected = session, None
-            st["session"] = session.decode("latin-1")
-            st["next_seq"] = 0
+        s.packets += 1
+        st["session"] = session.decode("latin-1")
+        skip = 0
         if seq == 0:  # a sanitized capture: deliver, but nothing to track
             st["unsequenced"] += 1
-            skip = 0
-            if not ends:
-                return
         elif not ends:  # heartbeat or end of session: seq is the next expected number
             st["heartbeats" if count == 0 else "end_of_session"] += 1
-            self.gap_check(seq)
-            if self.expected is None or seq > self.expected:
-                self.expected = seq
-                st["next_seq"] = seq
-            return
+            self.gap_check(s, seq)
+            if s.expected is None or seq > s.expected:
+                s.expected = seq
         else:
-            self.gap_check(seq)
-            if self.expected is None or seq > self.expected:
-                self.expected = seq
-            skip = self.expected - seq  # messages of this packet we have already seen
+            self.gap_check(s, seq)
+            if s.expected is None or seq > s.expected:
+                s.expected = seq
+            skip = s.expected - seq  # messages of this packet we have already seen
             if skip >= count:
                 st["duplicate_packets"] += 1
                 st["duplicate_messages"] += count
-                return
-            st["duplicate_messages"] += skip
-            self.expected = seq + count
-            st["next_seq"] = self.expected
+                ends = []
+            else:
+                st["duplicate_messages"] += skip
+                s.expected = seq + count
+        st["next_seq"] = s.expected or 0
+        if not ends:
+            return
         start = ends[skip - 1] if skip else MOLD_HEADER_LEN
         out += payload[start : ends[-1]]
         st["messages"] += len(ends) - skip
+        s.messages += len(ends) - skip
 # --8<-- [end:mold_seq]
 
 
 class Scanner:
-    """A PCAP reader that consumes whole records from successive chunks of a file."""
+    """A PCAP reader that consumes whole records from successive chunks of a file.
 
-    def __init__(self) -> None:
+    ``group`` (dotted IPv4), ``port`` and ``session``: read only that destination / session.
+    """
+
+    def __init__(self, group: str | None = None, port: int | None = None,
+                 session: str | bytes | None = None) -> None:
+        if port is not None and not 0 <= port <= 0xFFFF:
+            raise ValueError(f"port must be 0..65535, got {port}")
         self.stats = new_stats()
-        self.mold = MoldState(self.stats)
+        self.mold = MoldState(self.stats, parse_group(group), port, session_bytes(session))
         self.order: str | None = None  # struct byte order, once the global header is read
         self.offset = 0  # file offset of the first byte not yet consumed
+        self.max_record = MAX_SNAPLEN
+        self.error: PcapError | None = None  # a bad record, raised once what came before is out
+
+    def streams(self) -> list[Stats]:
+        """Each MoldUDP64 stream's own counts, in the order they first appeared."""
+        return [s.counts() for s in self.mold.streams.values()]
 
     def feed(self, buf: bytes | bytearray | memoryview) -> tuple[np.ndarray, int]:
         """Consume every whole record at the start of `buf` (which begins at self.offset);
         return (framed message blocks, bytes consumed)."""
-        view = memoryview(buf).cast("B")
+        view = byte_view(buf)
         pos = 0
         out = bytearray()
+        if self.error is not None:
+            return np.zeros(0, dtype=np.uint8), 0
         if self.order is None:
             if len(view) < GLOBAL_HEADER_LEN:
                 return np.zeros(0, dtype=np.uint8), 0
             self.order = parse_global_header(view, self.stats)
+            self.max_record = snap_limit(self.stats["snaplen"])
             pos = GLOBAL_HEADER_LEN
         record = struct.Struct(self.order + "IIII")
         while pos + RECORD_HEADER_LEN <= len(view):
             _sec, _frac, incl_len, orig_len = record.unpack_from(view, pos)
+            if incl_len > self.max_record:  # refuse now: never wait for a bogus length
+                self.error = record_too_long(self.offset + pos, incl_len, self.max_record)
+                break
             end = pos + RECORD_HEADER_LEN + incl_len
             if end > len(view):
                 break
@@ -299,11 +416,18 @@ class Scanner:
             return
         payload = udp_payload(ip, self.stats)
         if payload is not None:
-            self.mold.packet(payload, out)
+            group, port = destination(ip)
+            self.mold.packet(group, port, payload, out)
+
+    def check(self) -> None:
+        """Raise the error of a bad record that feed() stopped at, if any."""
+        if self.error is not None:
+            raise self.error
 
     def finish(self, rest: bytes | bytearray | memoryview) -> None:
         """At end of file: raise if anything is left over (a cut record or header)."""
-        view = memoryview(rest).cast("B")
+        self.check()
+        view = byte_view(rest)
         if self.order is None:
             parse_global_header(view, self.stats)  # raises: too short
         if len(view) == 0:
@@ -321,23 +445,37 @@ class Scanner:
         )
 
 
-def scan(buffer: bytes | bytearray | memoryview) -> tuple[np.ndarray, Stats]:
+def scan(buffer: bytes | bytearray | memoryview, group: str | None = None,
+         port: int | None = None, session: str | bytes | None = None,
+         ) -> tuple[np.ndarray, Stats]:
     """A whole capture in memory -> (framed ITCH message blocks, statistics)."""
-    scanner = Scanner()
+    scanner = Scanner(group, port, session)
     framed, used = scanner.feed(buffer)
-    scanner.finish(memoryview(buffer)[used:])
+    try:
+        scanner.finish(byte_view(buffer)[used:])
+    except PcapError as error:
+        error.blocks = framed  # nothing already accepted is lost
+        raise
     return framed, scanner.stats
 
 
 class PcapReader:
-    """Iterates over a capture file as (events, counts) per chunk; `stats` when done."""
+    """Iterates over a capture as (events, counts) per chunk; `stats` and `streams()` when done.
 
-    def __init__(self, path: str | PathLike[str], chunk_size: int = DEFAULT_CHUNK) -> None:
+    ``path``: a file, a pipe or FIFO, ``"-"`` for standard input, or an open binary stream.
+    """
+
+    def __init__(self, path: Source, chunk_size: int = DEFAULT_CHUNK,
+                 group: str | None = None, port: int | None = None,
+                 session: str | bytes | None = None) -> None:
         self.path = path
         self.chunk_size = max(chunk_size, 1)
-        self.scanner = Scanner()
+        self.scanner = Scanner(group, port, session)
         self.stats = self.scanner.stats
         self._it = self._blocks()
+
+    def streams(self) -> list[Stats]:
+        return self.scanner.streams()
 
     def _blocks(self) -> Iterator[tuple[Any, Any]]:
         # Late: the ITCH decoder is a separate component, loaded when first needed.
@@ -351,9 +489,14 @@ class PcapReader:
         return next(self._it)
 
 
-def read_file(path: str | PathLike[str], chunk_size: int = DEFAULT_CHUNK) -> PcapReader:
-    """Stream a capture: yields itch.decode(blocks) per chunk; `.stats` after iteration."""
-    return PcapReader(path, chunk_size)
+def read_file(path: Source, chunk_size: int = DEFAULT_CHUNK, group: str | None = None,
+              port: int | None = None, session: str | bytes | None = None) -> PcapReader:
+    """Stream a capture: yields itch.decode(blocks) per chunk; `.stats` after iteration.
+
+    ``group``, ``port``, ``session``: read only packets to that IPv4 destination group, UDP
+    destination port and MoldUDP64 session (the others are counted in ``filtered``).
+    """
+    return PcapReader(path, chunk_size, group, port, session)
 
 
 # ---------------------------------------------------------------------------------------

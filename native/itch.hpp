@@ -322,25 +322,28 @@ inline ScanResult scan_scalar(const std::uint8_t* buf, std::size_t n, ItchEvent*
 // --8<-- [end:decode_loop]
 
 // --8<-- [start:simd]
+// --8<-- [start:simd_table]
 // The same loop with one AVX-512 VBMI instruction doing all of decode_event's work.
 //
-// Where the time goes (1M messages, ~31 MB in, ~55 MB out): the scalar loop above spends
-// it on (1) a branch mispredict per message, because the switch on a random mix of A/D/U
-// types cannot be predicted; (2) the output: 56 ordinary stores a record into memory that
-// is not in cache make the CPU first read each line in ("read for ownership"), about as
-// long as decoding itself; (3) the framing chain (the next record's offset needs this
-// record's length) which no decoder can avoid.
+// What the scalar loop above cannot avoid: (1) a branch per message on its type, which a
+// random mix of A/D/U types makes unpredictable; (2) its output: ordinary stores into
+// memory that is not in cache make the CPU first read each line in ("read for ownership");
+// (3) the framing chain (the next record's offset needs this record's length), which no
+// decoder avoids. Chapter 3's table has a row for each loop ("Optimized" runs this one
+// when the CPU has it, "Optimized, portable loop" the scalar one).
 //
 // Here every event field is a byte of the message (byte-swapped for integers) or zero, so
 // per type a 64-entry table says "output byte j = message byte idx[j]" and VPERMB applies
 // it to the whole message at once: no switch, no per-field loads. Events collect in a
 // small buffer in L1 and leave in 64-byte "streaming" stores that skip the read for
-// ownership (worth it only when the output is larger than the caches).
+// ownership; they are used only for outputs too large to stay in the caches anyway.
 struct alignas(64) EventShuffle {  // each 64-byte index row in one cache line
     std::array<std::array<std::uint8_t, 64>, 256> index{};  // event byte j <- message byte
     std::array<std::uint64_t, 256> keep{};   // bit j set: event byte j comes from the message
     std::array<std::uint8_t, 256> makes_event{};
+// --8<-- [end:simd_table]
 };
+// --8<-- [end:simd_table]
 
 // Built at compile time from the same struct offsets decode_event uses.
 inline constexpr EventShuffle kShuffle = [] {
@@ -416,6 +419,7 @@ inline void copy_events(ItchEvent* out, const std::uint8_t* stage, std::size_t c
         _mm512_stream_si512(to + i, _mm512_load_si512(stage + 64 * i));
 }
 
+// --8<-- [start:simd_loop]
 TWINMATCH_VBMI_TARGET
 inline ScanResult scan_vbmi(const std::uint8_t* buf, std::size_t n, ItchEvent* out,
                             std::uint64_t* counts, bool streaming) {
@@ -476,6 +480,8 @@ inline ScanResult scan_vbmi(const std::uint8_t* buf, std::size_t n, ItchEvent* o
     return r;
 }
 
+// --8<-- [end:simd_loop]
+
 inline bool cpu_has_vbmi() {
     static const bool has = __builtin_cpu_supports("avx512f") &&
                             __builtin_cpu_supports("avx512bw") &&
@@ -486,7 +492,9 @@ inline bool cpu_has_vbmi() {
 inline bool cpu_has_vbmi() { return false; }
 #endif
 
-// Streaming stores pay off once the output outgrows the caches a core has to itself.
+// --8<-- [start:simd_dispatch]
+// Streaming stores bypass the caches: only for an output of 1 MiB or more, too large to be
+// read back from a core's own caches; a smaller one stays cached for whoever reads it next.
 inline constexpr std::size_t kStreamingBytes = 1u << 20;
 
 // Decode (see scan_scalar) with the fastest loop this CPU supports; `simd = false`
@@ -501,6 +509,7 @@ inline ScanResult scan(const std::uint8_t* buf, std::size_t n, ItchEvent* out,
 #endif
     return scan_scalar(buf, n, out, counts);
 }
+// --8<-- [end:simd_dispatch]
 // --8<-- [end:simd]
 
 // The bandwidth ceiling for the benchmarks: one sequential pass that touches every byte

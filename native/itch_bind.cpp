@@ -26,11 +26,12 @@ using U8Array = nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>;
 using U64Array = nb::ndarray<nb::numpy, std::uint64_t, nb::ndim<1>>;
 
 // --8<-- [start:block_pool]
-// Output blocks for the event arrays, recycled. Writing to freshly mapped memory costs a
-// page fault per 4 KiB page (on this project's VMs, more than the decoding itself), so
-// when numpy frees an events array its block goes back here, already faulted in, and the
-// next batch (read_file's next chunk, or the next decode) writes into it. A block starts
-// with a 64-byte header holding its capacity; the events follow, 64-byte aligned.
+// Output blocks for the event arrays, recycled. The first write to freshly mapped memory
+// takes a page fault per 4 KiB page (chapter 3's "fresh output blocks" row measures the
+// decoder writing into new blocks every time), so when numpy frees an events array its
+// block goes back here, already faulted in, and the next batch (read_file's next chunk, or
+// the next decode) writes into it. A block starts with a 64-byte header holding its
+// capacity; the events follow, 64-byte aligned.
 class BlockPool {
 public:
     static constexpr std::size_t kHeader = 64;

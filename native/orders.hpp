@@ -127,12 +127,24 @@ inline Problem parse_time_ns(Span t, std::int64_t& ns) {
     return Problem::Ok;
 }
 
-// Walks the lines of a buffer: skips a UTF-8 BOM, blank lines and a header (first
-// non-blank line whose first field does not start with a digit or '-'), strips one '\r'.
+// Where a piece of a file starts (the file is parsed a piece of whole lines at a time, see
+// twinmatch/order_files.py): its first line's number, and whether the header line has been
+// looked for yet. parse_csv / parse_lobster update header_checked for the next piece.
+struct LineState {
+    std::uint64_t first_line = 1;
+    bool header_checked = false;
+};
+
+// Walks the lines of a buffer: skips a UTF-8 BOM (at the file's start), blank lines and a
+// header (first non-blank line whose first field does not start with a digit or '-'),
+// strips one '\r'.
 class Lines {
 public:
-    Lines(const std::uint8_t* data, std::size_t n) : p_(data), end_(data + n) {
-        if (n >= 3 && data[0] == 0xEF && data[1] == 0xBB && data[2] == 0xBF) p_ += 3;
+    Lines(const std::uint8_t* data, std::size_t n, LineState& state)
+        : p_(data), end_(data + n), line_(state.first_line - 1), state_(state) {
+        if (state.first_line == 1 && n >= 3 && data[0] == 0xEF && data[1] == 0xBB &&
+            data[2] == 0xBF)
+            p_ += 3;
     }
 
     // The next data line's fields (up to N kept, all counted); false at the end.
@@ -148,8 +160,8 @@ public:
             if (blank(s)) continue;
             if (s.e[-1] == '\r') --s.e;
             nfields = split(s, fields);
-            if (!header_checked_) {
-                header_checked_ = true;
+            if (!state_.header_checked) {
+                state_.header_checked = true;
                 const Span first = fields[0];
                 if (first.empty() || !(is_digit(*first.b) || *first.b == '-')) continue;
             }
@@ -163,7 +175,7 @@ private:
     const std::uint8_t* end_;
     std::uint64_t line_ = 0;
     bool done_ = false;
-    bool header_checked_ = false;
+    LineState& state_;
 
     static bool blank(Span s) {
         for (const std::uint8_t* q = s.b; q < s.e; ++q)
@@ -190,8 +202,8 @@ private:
 // --8<-- [start:read_csv]
 // CSV orders -> OpRecords; returns the number written (out holds `cap` records).
 inline std::size_t parse_csv(const std::uint8_t* data, std::size_t n, OpRecord* out,
-                             std::size_t cap, Error& err) {
-    Lines lines(data, n);
+                             std::size_t cap, Error& err, LineState& state) {
+    Lines lines(data, n, state);
     Span f[4];
     std::size_t nf = 0, count = 0;
     std::uint64_t line = 0;
@@ -226,8 +238,8 @@ inline std::size_t parse_csv(const std::uint8_t* data, std::size_t n, OpRecord* 
 // --8<-- [end:read_csv]
 
 inline std::size_t parse_lobster(const std::uint8_t* data, std::size_t n, LobsterRecord* out,
-                                 std::size_t cap, Error& err) {
-    Lines lines(data, n);
+                                 std::size_t cap, Error& err, LineState& state) {
+    Lines lines(data, n, state);
     Span f[6];
     std::size_t nf = 0, count = 0;
     std::uint64_t line = 0;

@@ -38,6 +38,8 @@ constexpr std::size_t kRecordHeader = 16;
 constexpr std::size_t kMoldHeader = 20;
 constexpr std::uint16_t kEndOfSession = 0xFFFF;
 constexpr std::uint64_t kU64Max = ~std::uint64_t{0};
+constexpr std::uint32_t kMaxSnaplen = 262144;  // libpcap's bound on any record
+constexpr std::size_t kMaxStreams = 64;        // MAX_STREAMS in naive/pcap.py
 
 // The statistics; names and order match STAT_KEYS in naive/pcap.py.
 struct Stats {
@@ -46,11 +48,30 @@ struct Stats {
                   not_moldudp64 = 0, bad_moldudp64 = 0, moldudp64 = 0, unsequenced = 0,
                   heartbeats = 0, end_of_session = 0, messages = 0, gaps = 0, gap_messages = 0,
                   first_gap_seq = 0, duplicate_packets = 0, duplicate_messages = 0,
-                  session_changes = 0, next_seq = 0;
+                  streams = 0, untracked = 0, filtered = 0, next_seq = 0;
     char session[10] = {};
 };
 
-enum class Error : std::uint8_t { None = 0, BadMagic = 1, BadLinkType = 2 };
+// One MoldUDP64 stream: a destination (IPv4 group, UDP port) and a session, with its own
+// expected sequence number. A fixed table: a new stream never allocates.
+struct Stream {
+    std::uint32_t group = 0;  // the destination address as read big-endian
+    std::uint16_t port = 0;
+    char session[10] = {};
+    bool have_expected = false;
+    std::uint64_t expected = 0;  // next sequence number we expect
+    std::uint64_t packets = 0, messages = 0, gaps = 0, gap_messages = 0;
+};
+
+// Which packets to read (naive/pcap.py's group/port/session arguments); off by default.
+struct Filter {
+    bool group_on = false, port_on = false, session_on = false;
+    std::uint32_t group = 0;
+    std::uint16_t port = 0;
+    char session[10] = {};
+};
+
+enum class Error : std::uint8_t { None = 0, BadMagic = 1, BadLinkType = 2, RecordTooLong = 3 };
 
 // Adds without wrapping: a counter of missing messages stops at 2**64 - 1 (both twins).
 inline std::uint64_t sat_add(std::uint64_t a, std::uint64_t b) {
@@ -60,11 +81,14 @@ inline std::uint64_t sat_add(std::uint64_t a, std::uint64_t b) {
 class Scanner {
 public:
     Stats stats;
+    Filter filter;
     Error error = Error::None;
-    std::uint32_t error_value = 0;  // the bad magic or link type
+    std::uint32_t error_value = 0;  // the bad magic, link type or record length
     bool header_done = false;
     bool big_endian = false;
     std::uint64_t offset = 0;       // file offset of the first byte not yet consumed
+    std::uint32_t max_record = kMaxSnaplen;  // the largest incl_len a record may have
+    Stream streams[kMaxStreams];    // the first stats.streams are in use
 
     // Consume every whole record at the start of buf[0, n) and append the MoldUDP64 message
     // blocks of new messages to out (which must hold n bytes: the blocks are a subset of
@@ -73,6 +97,7 @@ public:
                      std::size_t& out_len) {
         out_len = 0;
         std::size_t pos = 0;
+        if (error != Error::None) return 0;
         if (!header_done) {
             if (n < kGlobalHeader) return 0;
             if (!parse_global_header(buf)) return 0;
@@ -82,6 +107,12 @@ public:
             const std::uint8_t* rec = buf + pos;
             const std::uint32_t incl_len = u32(rec + 8);
             const std::uint32_t orig_len = u32(rec + 12);
+            // Refuse a bogus length now, not after waiting for (and buffering) its body.
+            if (incl_len > max_record) {
+                error = Error::RecordTooLong;
+                error_value = incl_len;
+                break;  // `offset` below ends at this record: the error's offset
+            }
             if (n - pos - kRecordHeader < incl_len) break;  // the body is not all here yet
             packet(rec + kRecordHeader, incl_len, incl_len < orig_len, out, out_len);
             pos += kRecordHeader + incl_len;
@@ -91,9 +122,7 @@ public:
     }
 
 private:
-    bool have_session_ = false;
-    bool have_expected_ = false;
-    std::uint64_t expected_ = 0;  // next sequence number we expect
+    std::size_t last_stream_ = 0;  // the stream of the last packet: checked first
 
     std::uint32_t u32(const std::uint8_t* p) const { return big_endian ? be32(p) : le32(p); }
 
@@ -109,6 +138,8 @@ private:
         }
         stats.big_endian = big_endian;
         stats.snaplen = u32(p + 16);
+        const std::uint32_t snaplen = static_cast<std::uint32_t>(stats.snaplen);
+        max_record = snaplen > 0 && snaplen <= kMaxSnaplen ? snaplen : kMaxSnaplen;
         const std::uint32_t linktype = u32(p + 20) & 0xFFFF;
         if (linktype != 1) {  // only Ethernet
             error = Error::BadLinkType;
@@ -156,21 +187,54 @@ private:
         if (udp_avail < 8) { ++stats.malformed; return; }
         const std::size_t udp_len = be16(udp + 4);
         if (udp_len < 8 || udp_len > udp_avail) { ++stats.malformed; return; }
+        const std::uint32_t group = be32(ip + 16);  // destination address
+        const std::uint16_t port = be16(udp + 2);   // destination port
         // --8<-- [end:ipv4]
-        mold(udp + 8, udp_len - 8, out, out_len);
+        mold(group, port, udp + 8, udp_len - 8, out, out_len);
     }
 
-    void gap_check(std::uint64_t seq) {
-        if (have_expected_ && seq > expected_) {
-            if (stats.gaps == 0) stats.first_gap_seq = expected_;
+    // This packet's stream (a new one on first sight), or nullptr if the table is full.
+    // The last packet's stream is tried first: a capture is mostly one stream at a time.
+    Stream* find_stream(std::uint32_t group, std::uint16_t port, const std::uint8_t* session) {
+        auto same = [&](const Stream& s) {
+            return s.group == group && s.port == port && std::memcmp(s.session, session, 10) == 0;
+        };
+        const std::size_t used = static_cast<std::size_t>(stats.streams);
+        if (last_stream_ < used && same(streams[last_stream_])) return &streams[last_stream_];
+        for (std::size_t i = 0; i < used; ++i)
+            if (same(streams[i])) { last_stream_ = i; return &streams[i]; }
+        if (used == kMaxStreams) return nullptr;
+        Stream& s = streams[used];
+        s.group = group;
+        s.port = port;
+        std::memcpy(s.session, session, 10);
+        ++stats.streams;
+        last_stream_ = used;
+        return &s;
+    }
+
+    void gap_check(Stream& s, std::uint64_t seq) {
+        if (s.have_expected && seq > s.expected) {
+            if (stats.gaps == 0) stats.first_gap_seq = s.expected;
             ++stats.gaps;
-            stats.gap_messages = sat_add(stats.gap_messages, seq - expected_);
+            ++s.gaps;
+            stats.gap_messages = sat_add(stats.gap_messages, seq - s.expected);
+            s.gap_messages = sat_add(s.gap_messages, seq - s.expected);
         }
     }
 
     // --8<-- [start:mold_seq]
-    void mold(const std::uint8_t* p, std::size_t len, std::uint8_t* out, std::size_t& out_len) {
+    void mold(std::uint32_t group, std::uint16_t port, const std::uint8_t* p, std::size_t len,
+              std::uint8_t* out, std::size_t& out_len) {
+        if ((filter.group_on && group != filter.group) || (filter.port_on && port != filter.port)) {
+            ++stats.filtered;
+            return;
+        }
         if (len < kMoldHeader) { ++stats.not_moldudp64; return; }
+        if (filter.session_on && std::memcmp(p, filter.session, 10) != 0) {
+            ++stats.filtered;
+            return;
+        }
         const std::uint64_t seq = be64(p + 10);
         const std::uint16_t count = be16(p + 18);
         const bool no_blocks = count == 0 || count == kEndOfSession;
@@ -187,51 +251,48 @@ private:
                 end += block;
             }
         }
+        Stream* found = find_stream(group, port, p);
+        if (found == nullptr) { ++stats.untracked; return; }
+        Stream& s = *found;
         ++stats.moldudp64;
-        if (!have_session_) {
-            std::memcpy(stats.session, p, 10);
-            have_session_ = true;
-        } else if (std::memcmp(stats.session, p, 10) != 0) {
-            ++stats.session_changes;  // a new session restarts sequence tracking
-            std::memcpy(stats.session, p, 10);
-            have_expected_ = false;
-            stats.next_seq = 0;
-        }
+        ++s.packets;
+        std::memcpy(stats.session, p, 10);
         std::uint32_t skip = 0;
+        bool deliver = !no_blocks;
         if (seq == 0) {
             ++stats.unsequenced;  // a sanitized capture: deliver, nothing to track
         } else if (no_blocks) {   // heartbeat / end of session: seq = next expected
             if (count == 0) ++stats.heartbeats; else ++stats.end_of_session;
-            gap_check(seq);
-            if (!have_expected_ || seq > expected_) {
-                expected_ = seq;
-                have_expected_ = true;
-                stats.next_seq = seq;
+            gap_check(s, seq);
+            if (!s.have_expected || seq > s.expected) {
+                s.expected = seq;
+                s.have_expected = true;
             }
-            return;
         } else {
-            gap_check(seq);
-            if (!have_expected_ || seq > expected_) {
-                expected_ = seq;
-                have_expected_ = true;
+            gap_check(s, seq);
+            if (!s.have_expected || seq > s.expected) {
+                s.expected = seq;
+                s.have_expected = true;
             }
-            const std::uint64_t seen = expected_ - seq;  // messages already delivered
+            const std::uint64_t seen = s.expected - seq;  // messages already delivered
             if (seen >= count) {
                 ++stats.duplicate_packets;
                 stats.duplicate_messages += count;
-                return;
+                deliver = false;
+            } else {
+                skip = static_cast<std::uint32_t>(seen);
+                stats.duplicate_messages += skip;
+                s.expected = seq + count;
             }
-            skip = static_cast<std::uint32_t>(seen);
-            stats.duplicate_messages += skip;
-            expected_ = seq + count;
-            stats.next_seq = expected_;
         }
-        if (no_blocks) return;  // an unsequenced heartbeat carries nothing
+        stats.next_seq = s.have_expected ? s.expected : 0;
+        if (!deliver) return;
         std::size_t start = kMoldHeader;
         for (std::uint32_t i = 0; i < skip; ++i) start += 2 + std::size_t{be16(p + start)};
         std::memcpy(out + out_len, p + start, end - start);
         out_len += end - start;
         stats.messages += count - skip;
+        s.messages += count - skip;
     }
     // --8<-- [end:mold_seq]
 };

@@ -242,6 +242,14 @@ class PcapScanner:
         """
 
     def stats(self) -> dict[str, int | str]: ...
+    def streams(self) -> list[dict[str, int | str]]: ...
+    def set_filter(self, group: int, port: int, session: bytes) -> None:
+        """
+        Read only this destination group (-1: any), UDP port (-1: any), session (b'': any)
+        """
+
+    @property
+    def max_record(self) -> int: ...
     @property
     def header_done(self) -> bool: ...
     @property
@@ -258,9 +266,11 @@ def parse_csv(
         NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu", writable=False)
     ],
     out: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu")],
-) -> tuple[int, int, int, int, int]:
+    first_line: int,
+    header_checked: bool,
+) -> tuple[int, int, int, int, int, bool]:
     """
-    CSV orders -> OPS_DTYPE records in out; (count, problem, line, field, nfields)
+    CSV orders -> OPS_DTYPE records in out; (count, problem, line, field, nfields, header_checked)
     """
 
 def parse_lobster(
@@ -268,9 +278,11 @@ def parse_lobster(
         NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu", writable=False)
     ],
     out: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu")],
-) -> tuple[int, int, int, int, int]:
+    first_line: int,
+    header_checked: bool,
+) -> tuple[int, int, int, int, int, bool]:
     """
-    LOBSTER messages -> LOBSTER_DTYPE records in out; (count, problem, line, field, nfields)
+    LOBSTER -> LOBSTER_DTYPE records in out; (count, problem, line, field, nfields, header_checked)
     """
 
 def lobster_to_ops(

@@ -2,25 +2,23 @@
 
 The decode loop runs in C++ over the caller's buffer in place (bytes, mmap, numpy uint8),
 with the GIL released; this module only attaches the numpy dtype to the result, turns the
-per-byte counts into a dict and raises the same ItchError the naive twin raises. Plain files
-are memory-mapped and decoded window by window (no copy, no carry-over buffer); gzip files
-are decompressed by Python's zlib in chunks and each chunk decoded in C++.
+per-byte counts into a dict and raises the same ItchError the naive twin raises. Plain feeds
+are read chunk by chunk into one reused buffer and decoded in place; gzip feeds are
+decompressed by Python's zlib in chunks and each chunk decoded in C++.
 """
 
 from __future__ import annotations
 
 import mmap
-import os
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Final
+from typing import IO, Final
 
 import numpy as np
 
 from optimized import _native
 from twinmatch.dtypes import EVENT_DTYPE
-from twinmatch.itch_errors import ITCH_REASONS, ItchError, counts_dict
-from twinmatch.itch_files import CHUNK_SIZE, check_not_capture, file_chunks, is_gzip
+from twinmatch.itch_errors import ITCH_REASONS, ItchError, byte_view, counts_dict
+from twinmatch.itch_files import CHUNK_SIZE, Source, check_not_capture, file_chunks, open_feed
 
 __all__ = ["CHUNK_SIZE", "EVENT_DTYPE", "ItchError", "LENGTHS", "decode", "read_file", "scan"]
 
@@ -41,7 +39,8 @@ def scan(buffer: bytes | memoryview | mmap.mmap | np.ndarray, base: int = 0) -> 
 
     Returns (events, counts, consumed bytes, error or None), like naive.itch.scan.
     """
-    raw, per_byte, consumed, code, msg_type, length = _native.itch_scan(buffer)
+    with byte_view(buffer) as view:  # refuse what the naive twin refuses, in its words
+        raw, per_byte, consumed, code, msg_type, length = _native.itch_scan(view)
     events = raw.view(EVENT_DTYPE)  # no copy: the C++ structs already have this layout
     counts = counts_dict(per_byte)
     if code == 0:
@@ -77,7 +76,7 @@ def decode(buffer: bytes | memoryview | mmap.mmap | np.ndarray) -> Batch:
     events, counts, consumed, error = scan(buffer)
     if error is not None:
         raise error
-    raw = np.frombuffer(buffer, dtype=np.uint8)  # a view, to find the size and the tail
+    raw = np.frombuffer(byte_view(buffer), dtype=np.uint8)  # to find the size and the tail
     if consumed != raw.size:
         err = tail_error(raw[consumed:].tobytes(), 0, consumed)
         err.events, err.counts = events, counts
@@ -86,40 +85,55 @@ def decode(buffer: bytes | memoryview | mmap.mmap | np.ndarray) -> Batch:
 
 
 # --8<-- [start:read_file]
-def read_mapped(path: str | Path, chunk_size: int) -> Iterator[Batch]:
-    """A plain file through mmap: decode window [consumed, next chunk boundary) in place.
+MAX_CARRY: Final = 2 + 0xFFFF  # the longest record: a partial one is never longer
 
-    A record cut by the boundary is simply decoded in the next window, which starts where
-    this one stopped, so nothing is copied. The windows end where naive.itch's chunks end,
-    so both twins yield the same batches.
+
+def read_plain(f: IO[bytes], chunk_size: int) -> Iterator[Batch]:
+    """A plain stream, read into one reused buffer: [carried partial record][next chunk].
+
+    Each chunk is read straight into the buffer behind the few bytes of the record the last
+    chunk cut (``readinto``: no new bytes object per chunk), and decoded in place. Chunks end
+    where naive.itch's chunks end, so both twins yield the same batches. A file is read, never
+    mapped: if it shrinks meanwhile, the read just ends early and the cut record is reported.
     """
-    with open(path, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return
-        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-            check_not_capture(mm[:4])
-            pos = 0  # file offset of the first byte not yet decoded
-            boundary = 0
-            while boundary < size:
-                boundary = min(size, boundary + chunk_size)
-                with memoryview(mm)[pos:boundary] as window:
-                    events, counts, consumed, error = scan(window, pos)
-                if len(events) or counts:
-                    yield events, counts
-                if error is not None:
-                    error.events, error.counts = events[:0], {}  # already yielded
-                    raise error
-                pos += consumed
-            if pos != size:
-                raise tail_error(mm[pos:size], 0, pos)
+    buf = bytearray(MAX_CARRY + chunk_size)
+    view = memoryview(buf)
+    carry = 0  # bytes of a cut record at the front of buf
+    base = 0  # feed offset of buf[0]
+    while got := read_into(f, view[carry:carry + chunk_size]):
+        end = carry + got
+        if base == 0:  # buf holds the feed's first bytes: refuse a capture, as file_chunks does
+            check_not_capture(bytes(view[:min(4, end)]))
+        with view[:end] as window:
+            events, counts, consumed, error = scan(window, base)
+        if len(events) or counts:
+            yield events, counts
+        if error is not None:
+            error.events, error.counts = events[:0], {}  # already yielded
+            raise error
+        carry = end - consumed
+        buf[:carry] = buf[consumed:end]  # the cut record moves to the front (< 64 KiB)
+        base += consumed
+    if carry:
+        raise tail_error(bytes(view[:carry]), 0, base)
 
 
-def read_chunked(path: str | Path, chunk_size: int) -> Iterator[Batch]:
-    """A gzip file: zlib decompresses chunk by chunk; C++ decodes each chunk."""
+def read_into(f: IO[bytes], out: memoryview) -> int:
+    """Fill ``out`` from the stream; fewer bytes only at its end (pipes return short reads)."""
+    got = 0
+    while got < len(out):
+        n = f.readinto(out[got:])  # type: ignore[attr-defined]
+        if not n:
+            break
+        got += n
+    return got
+
+
+def read_gzip(f: IO[bytes], chunk_size: int) -> Iterator[Batch]:
+    """A gzip stream: zlib decompresses chunk by chunk; C++ decodes each chunk."""
     carry = b""
-    base = 0  # file offset of carry[0]
-    for chunk in file_chunks(path, chunk_size):
+    base = 0  # feed offset of carry[0]
+    for chunk in file_chunks(f, chunk_size):
         buf = carry + chunk if carry else chunk
         events, counts, consumed, error = scan(buf, base)
         if len(events) or counts:
@@ -133,21 +147,21 @@ def read_chunked(path: str | Path, chunk_size: int) -> Iterator[Batch]:
         raise tail_error(carry, 0, base)
 
 
-def read_file(path: str | Path, chunk_size: int = CHUNK_SIZE) -> Iterator[Batch]:
-    """Stream an ITCH file (plain or gzip) as (events, counts) batches, one per chunk.
+def read_file(path: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[Batch]:
+    """Stream an ITCH feed (plain or gzip) as (events, counts) batches, one per chunk.
 
-    Same contract as naive.itch.read_file: a bad or truncated record raises ItchError naming
-    its offset in the (decompressed) file, after every batch before it has been yielded.
+    Same contract as naive.itch.read_file (a file, a pipe, ``"-"`` or an open stream): a
+    bad or truncated record raises ItchError naming its offset in the (decompressed) feed,
+    after every batch before it has been yielded.
     """
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
-    if is_gzip(path):
-        yield from read_chunked(path, chunk_size)
-    else:
-        yield from read_mapped(path, chunk_size)
+    with open_feed(path) as (gz, f):
+        yield from (read_gzip(f, chunk_size) if gz else read_plain(f, chunk_size))
 # --8<-- [end:read_file]
 
 
 def sum_bytes(buffer: bytes | memoryview | mmap.mmap | np.ndarray) -> int:
     """One plain sequential pass over the buffer in C++ (the benchmarks' bandwidth ceiling)."""
-    return int(_native.itch_sum_bytes(buffer))
+    with byte_view(buffer) as view:
+        return int(_native.itch_sum_bytes(view))

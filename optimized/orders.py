@@ -8,13 +8,20 @@ does. The rules are listed in naive/orders.py's docstring.
 
 from __future__ import annotations
 
-from os import PathLike
 from typing import Final
 
 import numpy as np
 
 from optimized import _native
-from twinmatch.dtypes import LOBSTER_DTYPE, OPS_DTYPE
+from twinmatch.dtypes import LOBSTER_DTYPE, OPS_DTYPE, concat_records
+from twinmatch.order_files import (
+    MAX_LINE,
+    LineTooLong,
+    OrderSource,
+    check_lobster,
+    pieces,
+    zeroed_copy,
+)
 
 CSV_FIELDS: Final = ("order_id", "price", "quantity", "side")
 LOBSTER_FIELDS: Final = ("time", "type", "order_id", "size", "price", "direction")
@@ -33,7 +40,8 @@ PROBLEMS: Final = {
 }
 _FIELD_COUNT: Final = 1
 
-Source = str | PathLike[str] | bytes | bytearray | memoryview
+Source = OrderSource
+__all__ = ["MAX_LINE", "OrdersError", "lobster_to_ops", "read_csv", "read_lobster"]
 
 
 class OrdersError(ValueError):
@@ -44,15 +52,8 @@ class OrdersError(ValueError):
         self.line = line
 
 
-def read_bytes(source: Source) -> bytes:
-    if isinstance(source, bytes | bytearray | memoryview):
-        return bytes(source)
-    with open(source, "rb") as f:
-        return f.read()
-
-
-def _error(data: bytes, names: tuple[str, ...], problem: int, line: int, field: int,
-           nfields: int) -> OrdersError:
+def _error(data: bytes, first_line: int, names: tuple[str, ...], problem: int, line: int,
+           field: int, nfields: int) -> OrdersError:
     """Rebuild the naive twin's message (slow path: only when a file is bad)."""
     if problem == _FIELD_COUNT:
         return OrdersError(
@@ -64,21 +65,30 @@ def _error(data: bytes, names: tuple[str, ...], problem: int, line: int, field: 
     name = names[field]
     if words == "missing":
         return OrdersError(f"line {line}: {name}: missing", line)
-    if data.startswith(b"\xef\xbb\xbf"):
+    if first_line == 1 and data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
-    text = data.split(b"\n")[line - 1].removesuffix(b"\r").split(b",")[field].strip(b" \t")
+    row = data.split(b"\n")[line - first_line]
+    text = row.removesuffix(b"\r").split(b",")[field].strip(b" \t")
     return OrdersError(f"line {line}: {name}: {words}: {text.decode('latin-1')!r}", line)
 
 
 def _parse(source: Source, dtype: np.dtype, names: tuple[str, ...], csv: bool) -> np.ndarray:
-    data = read_bytes(source)
-    out = np.zeros(data.count(b"\n") + 1, dtype=dtype)  # at most one record per line
-    buf = np.frombuffer(data, dtype=np.uint8)
+    """Parse the file a piece of whole lines at a time (the same pieces as the naive twin)."""
     parse = _native.parse_csv if csv else _native.parse_lobster
-    count, problem, line, field, nfields = parse(buf, out.view(np.uint8))
-    if problem:
-        raise _error(data, names, problem, line, field, nfields)
-    return out[:count].copy() if count < len(out) else out
+    parts: list[np.ndarray] = []
+    header_checked = False
+    try:
+        for data, first_line in pieces(source):
+            out = np.zeros(data.count(b"\n") + 1, dtype=dtype)  # at most one record a line
+            buf = np.frombuffer(data, dtype=np.uint8)
+            count, problem, line, field, nfields, header_checked = parse(
+                buf, out.view(np.uint8), first_line, header_checked)
+            if problem:
+                raise _error(data, first_line, names, problem, line, field, nfields)
+            parts.append(out if count == len(out) else zeroed_copy(out[:count]))
+    except LineTooLong as e:
+        raise OrdersError(str(e), e.line) from None
+    return parts[0] if len(parts) == 1 else concat_records(parts, dtype)
 
 
 def read_csv(source: Source) -> np.ndarray:
@@ -93,9 +103,8 @@ def read_lobster(source: Source) -> np.ndarray:
 
 def lobster_to_ops(messages: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
     """LOBSTER messages -> (OPS_DTYPE array, skipped rows by kind); see the naive twin."""
-    if messages.dtype != LOBSTER_DTYPE:
-        raise TypeError(f"lobster_to_ops: expected LOBSTER_DTYPE, got {messages.dtype}")
+    messages = check_lobster(messages)
     msgs = np.ascontiguousarray(messages)
     ops = np.zeros(len(msgs), dtype=OPS_DTYPE)
     count, *skipped = _native.lobster_to_ops(msgs.view(np.uint8), ops.view(np.uint8))
-    return ops[:count].copy(), dict(zip(SKIP_KINDS, skipped, strict=True))
+    return zeroed_copy(ops[:count]), dict(zip(SKIP_KINDS, skipped, strict=True))

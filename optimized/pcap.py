@@ -12,12 +12,13 @@ from __future__ import annotations
 import importlib
 import struct
 from collections.abc import Iterator
-from os import PathLike
 from typing import Any, Final
 
 import numpy as np
 
 from optimized._native import PcapScanner
+from twinmatch.itch_errors import byte_view
+from twinmatch.itch_files import Source
 from twinmatch.pcap_files import decode_stream
 
 GLOBAL_HEADER_LEN: Final = 24
@@ -25,23 +26,62 @@ RECORD_HEADER_LEN: Final = 16
 DEFAULT_CHUNK: Final = 1 << 22
 _BAD_MAGIC: Final = 1
 _BAD_LINKTYPE: Final = 2
+_RECORD_TOO_LONG: Final = 3
+MAX_STREAMS: Final = 64  # native/pcap.hpp's kMaxStreams
 
 Stats = dict[str, Any]
 
 
 class PcapError(ValueError):
-    """A capture that cannot be read; ``offset`` is the byte offset of the problem."""
+    """A capture that cannot be read; ``offset`` is the byte offset of the problem.
+
+    From ``scan``, ``blocks`` holds the message blocks of every record before it.
+    """
 
     def __init__(self, message: str, offset: int) -> None:
         super().__init__(message)
         self.offset = offset
+        self.blocks = np.zeros(0, dtype=np.uint8)
+
+
+def _group_u32(group: str | None) -> int:
+    """A dotted IPv4 address as the big-endian u32 the C++ filter compares; -1 = any."""
+    if group is None:
+        return -1
+    parts = group.split(".")
+    if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
+        raise ValueError(f"group must be a dotted IPv4 address, got {group!r}")
+    return int.from_bytes(bytes(int(p) for p in parts), "big")
+
+
+def _session(session: str | bytes | None) -> bytes:
+    if session is None:
+        return b""
+    raw = session.encode("latin-1") if isinstance(session, str) else bytes(session)
+    if len(raw) > 10:
+        raise ValueError(f"a MoldUDP64 session has 10 bytes, got {len(raw)}")
+    return raw.ljust(10)
 
 
 class Scanner:
-    """A PCAP reader that consumes whole records from successive chunks of a file."""
+    """A PCAP reader that consumes whole records from successive chunks of a file.
 
-    def __init__(self) -> None:
+    ``group`` (dotted IPv4), ``port`` and ``session``: read only that destination / session.
+    """
+
+    def __init__(self, group: str | None = None, port: int | None = None,
+                 session: str | bytes | None = None) -> None:
         self._native = PcapScanner()
+        if port is not None and not 0 <= port <= 0xFFFF:
+            raise ValueError(f"port must be 0..65535, got {port}")
+        self._native.set_filter(_group_u32(group), -1 if port is None else port,
+                                _session(session))
+        self.error: PcapError | None = None
+
+    def streams(self) -> list[Stats]:
+        """Each MoldUDP64 stream's own counts, in the order they first appeared."""
+        streams: list[Stats] = self._native.streams()
+        return streams
 
     @property
     def stats(self) -> Stats:
@@ -55,7 +95,7 @@ class Scanner:
 
     def feed(self, buf: bytes | bytearray | memoryview) -> tuple[np.ndarray, int]:
         """Consume every whole record at the start of `buf`; return (blocks, bytes used)."""
-        framed, used = self._native.feed(np.frombuffer(buf, dtype=np.uint8))
+        framed, used = self._native.feed(np.frombuffer(byte_view(buf), dtype=np.uint8))
         error = self._native.error
         if error == _BAD_MAGIC:
             raise PcapError(
@@ -67,11 +107,23 @@ class Scanner:
                 f"unsupported pcap link type {self._native.error_value} at byte offset 20"
                 " (only 1, Ethernet, is read)", 20
             )
+        if error == _RECORD_TOO_LONG and self.error is None:
+            offset, limit = self.offset, self._native.max_record
+            self.error = PcapError(
+                f"pcap record at byte offset {offset}: incl_len {self._native.error_value}"
+                f" is larger than the snap length {limit}", offset
+            )
         return framed, used
+
+    def check(self) -> None:
+        """Raise the error of a bad record that feed() stopped at, if any."""
+        if self.error is not None:
+            raise self.error
 
     def finish(self, rest: bytes | bytearray | memoryview) -> None:
         """At end of file: raise if anything is left over (a cut record or header)."""
-        view = memoryview(rest).cast("B")
+        self.check()
+        view = byte_view(rest)
         if not self._native.header_done:
             raise PcapError(
                 f"not a pcap file: {len(view)} bytes, shorter than the 24-byte global header", 0
@@ -92,22 +144,36 @@ class Scanner:
         )
 
 
-def scan(buffer: bytes | bytearray | memoryview) -> tuple[np.ndarray, Stats]:
+def scan(buffer: bytes | bytearray | memoryview, group: str | None = None,
+         port: int | None = None, session: str | bytes | None = None,
+         ) -> tuple[np.ndarray, Stats]:
     """A whole capture in memory -> (framed ITCH message blocks, statistics)."""
-    scanner = Scanner()
+    scanner = Scanner(group, port, session)
     framed, used = scanner.feed(buffer)
-    scanner.finish(memoryview(buffer)[used:])
+    try:
+        scanner.finish(byte_view(buffer)[used:])
+    except PcapError as error:
+        error.blocks = framed  # nothing already accepted is lost
+        raise
     return framed, scanner.stats
 
 
 class PcapReader:
-    """Iterates over a capture file as (events, counts) per chunk; `stats` when done."""
+    """Iterates over a capture as (events, counts) per chunk; `stats` and `streams()` when done.
 
-    def __init__(self, path: str | PathLike[str], chunk_size: int = DEFAULT_CHUNK) -> None:
+    ``path``: a file, a pipe or FIFO, ``"-"`` for standard input, or an open binary stream.
+    """
+
+    def __init__(self, path: Source, chunk_size: int = DEFAULT_CHUNK,
+                 group: str | None = None, port: int | None = None,
+                 session: str | bytes | None = None) -> None:
         self.path = path
         self.chunk_size = max(chunk_size, 1)
-        self.scanner = Scanner()
+        self.scanner = Scanner(group, port, session)
         self._it = self._blocks()
+
+    def streams(self) -> list[Stats]:
+        return self.scanner.streams()
 
     @property
     def stats(self) -> Stats:
@@ -125,6 +191,11 @@ class PcapReader:
         return next(self._it)
 
 
-def read_file(path: str | PathLike[str], chunk_size: int = DEFAULT_CHUNK) -> PcapReader:
-    """Stream a capture: yields itch.decode(blocks) per chunk; `.stats` after iteration."""
-    return PcapReader(path, chunk_size)
+def read_file(path: Source, chunk_size: int = DEFAULT_CHUNK, group: str | None = None,
+              port: int | None = None, session: str | bytes | None = None) -> PcapReader:
+    """Stream a capture: yields itch.decode(blocks) per chunk; `.stats` after iteration.
+
+    ``group``, ``port``, ``session``: read only packets to that IPv4 destination group, UDP
+    destination port and MoldUDP64 session (the others are counted in ``filtered``).
+    """
+    return PcapReader(path, chunk_size, group, port, session)

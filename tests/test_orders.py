@@ -241,3 +241,121 @@ def test_differential_lobster_to_ops(records: list[tuple[int, ...]]) -> None:
     assert a[0].tolist() == b[0].tolist() and a[1] == b[1]
     c = oorders.lobster_to_ops(msgs[::2])  # a strided view: copied to contiguous first
     assert c[0].tolist() == norders.lobster_to_ops(msgs[::2])[0].tolist()
+
+
+# --- byte-identical arrays, padding included ---------------------------------------------------
+
+def dirty_heap(nbytes: int) -> None:
+    """Leave freed memory full of 0xFF, so an array built on it shows any padding not set."""
+    for _ in range(8):
+        junk = np.full(nbytes, 0xFF, dtype=np.uint8)
+        del junk
+
+
+def test_arrays_are_byte_identical_padding_included(tmp_path: Path) -> None:
+    """OPS_DTYPE has 6 padding bytes a record, LOBSTER_DTYPE 2: both twins' arrays must be
+    equal as bytes and their padding zero (copies of slices used to carry heap leftovers)."""
+    rows = b"".join(b"%d,%d,%d,%d\n" % (i, 100 + i % 7, i % 3, i % 2) for i in range(1, 3000))
+    csv = b"order_id,price,quantity,side\n\n" + rows + b"\n\n\n"  # blank lines: count < lines
+    lob = b"".join(b"34200.%09d,%d,%d,10,%d,%d\n" % (i, 1 + i % 7, i, 1000 + i,
+                                                    1 if i % 2 else -1) for i in range(3000))
+    path = tmp_path / "orders.csv"
+    path.write_bytes(csv)
+    for data, fn in ((csv, "read_csv"), (lob, "read_lobster"), (path, "read_csv")):
+        dirty_heap(len(csv) * 8)
+        a = getattr(norders, fn)(data)
+        dirty_heap(len(csv) * 8)
+        b = getattr(oorders, fn)(data)
+        assert a.tobytes() == b.tobytes()
+        pad = [o for o in range(a.dtype.itemsize)
+               if not any(off <= o < off + a.dtype.fields[n][0].itemsize
+                          for n in a.dtype.names for off in [a.dtype.fields[n][1]])]
+        assert pad and not a.view(np.uint8).reshape(len(a), -1)[:, pad].any()
+    msgs = norders.read_lobster(lob)
+    dirty_heap(len(msgs) * 64)
+    ops_a, skipped_a = norders.lobster_to_ops(msgs)
+    dirty_heap(len(msgs) * 64)
+    ops_b, skipped_b = oorders.lobster_to_ops(msgs)
+    assert skipped_a == skipped_b and skipped_a["halt"] > 0
+    assert ops_a.tobytes() == ops_b.tobytes()
+    assert not ops_a.view(np.uint8).reshape(len(ops_a), -1)[:, 26:].any()
+
+
+# --- sources: pipes, stdin, devices, and what is refused ------------------------------------
+
+def test_read_from_a_fifo_and_an_open_stream(impl: ModuleType, tmp_path: Path) -> None:
+    import io
+    import os
+    import threading
+
+    data = b"\xef\xbb\xbforder_id,price,quantity,side\r\n1,100,10,0\r\n2,0,5,1\n3,100,0,0"
+    want = norders.read_csv(data).tobytes()
+    fifo = tmp_path / "orders.fifo"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "wb") as f:
+            f.write(data)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    assert impl.read_csv(fifo).tobytes() == want
+    writer.join(timeout=60)
+    assert impl.read_csv(io.BytesIO(data)).tobytes() == want
+
+
+def test_long_lines_pieces_and_line_numbers(impl: ModuleType) -> None:
+    """Files are parsed a piece (about 1 MiB of whole lines) at a time; line numbers, the
+    header and the first bad line are the same as for one whole buffer."""
+    good = b"".join(b"%d,100,1,0\n" % i for i in range(1, 200_000))  # several pieces
+    assert len(impl.read_csv(b"id,price,qty,side\n" + good)) == 199_999
+    bad = good + b"7,x,1,0\n"
+    with pytest.raises(impl.OrdersError, match="line 200000: price: not a number") as e:
+        impl.read_csv(bad)
+    assert e.value.line == 200_000
+    long = good[:100] + b" " * (impl.MAX_LINE + 1) + b"\n" + b"5,x,1,0\n"
+    with pytest.raises(impl.OrdersError, match=f"line 10: longer than {impl.MAX_LINE} bytes"):
+        impl.read_csv(long)
+    early = b"1,x,1,0\n" + long  # a bad line before the long one is reported first
+    with pytest.raises(impl.OrdersError, match="line 1: price"):
+        impl.read_csv(early)
+    assert agree("read_csv", long) == agree("read_csv", long)
+
+
+@pytest.mark.parametrize("fn", ["read_csv", "read_lobster"])
+def test_devices_end_with_an_error(impl: ModuleType, fn: str) -> None:
+    """/dev/zero is one endless line: refused after MAX_LINE bytes, not read for ever;
+    /dev/urandom fails at its first bad line, before the next piece is read."""
+    with pytest.raises(impl.OrdersError, match=f"line 1: longer than {impl.MAX_LINE}"):
+        getattr(impl, fn)("/dev/zero")
+    with pytest.raises(impl.OrdersError, match="line [0-9]+: "):
+        getattr(impl, fn)("/dev/urandom")
+
+
+BAD_SOURCES: dict[str, object] = {
+    "None": None, "int": 5, "float": 2.5, "list": [b"1,1,1,0"],
+    "2-D array": np.zeros((2, 4), dtype=np.uint8), "uint32 array": np.zeros(3, np.uint32),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_SOURCES))
+def test_readers_refuse_what_is_not_a_source(case: str) -> None:
+    """Same TypeError in both twins (open(5) would have read file descriptor 5)."""
+    words = set()
+    for mod in IMPLS.values():
+        for fn in ("read_csv", "read_lobster"):
+            with pytest.raises(TypeError) as err:
+                getattr(mod, fn)(BAD_SOURCES[case])
+            words.add(str(err.value))
+    assert len(words) == 1, words
+
+
+@pytest.mark.parametrize("bad", [None, [1, 2], np.zeros(2, dtype=OPS_DTYPE),
+                                 np.zeros((2, 2), dtype=LOBSTER_DTYPE)])
+def test_lobster_to_ops_refuses_alike(bad: object) -> None:
+    words = set()
+    for mod in IMPLS.values():
+        with pytest.raises(TypeError, match="lobster_to_ops: expected") as err:
+            mod.lobster_to_ops(bad)
+        words.add(str(err.value))
+    assert len(words) == 1, words

@@ -3,6 +3,7 @@ except in the read_file tests, which use a stand-in decoder)."""
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
 import types
@@ -238,12 +239,140 @@ def test_duplicates_and_overlap(impl: ModuleType) -> None:
     assert stats["gaps"] == 0 and stats["messages"] == 8 and stats["next_seq"] == 9
 
 
-def test_session_change_restarts_tracking(impl: ModuleType) -> None:
+def test_a_new_session_is_its_own_stream(impl: ModuleType) -> None:
     frames = [mold_frame(100, [msg(0)], "A"), mold_frame(1, [msg(1)], "B")]
     blocks, stats = impl.scan(pcap_bytes(frames))
     assert bytes(blocks) == framed([msg(0), msg(1)])
-    assert stats["session_changes"] == 1 and stats["session"] == "B         "
+    assert stats["streams"] == 2 and stats["session"] == "B         "
     assert stats["gaps"] == 0 and stats["duplicate_packets"] == 0
+
+
+def udp_frame(payload: bytes, dport: int = 26477, dst: bytes = bytes([233, 54, 12, 111]),
+              ) -> bytes:
+    return ethernet(ipv4(udp(payload, dport=dport), dst=dst))
+
+
+def test_stray_udp_packet_does_not_reset_gap_tracking(impl: ModuleType) -> None:
+    """Another protocol's 20+ byte datagram (here NTP-sized, to port 123) between two packets
+    of the feed: before per-stream tracking it 'changed the session' and hid the gap."""
+    stray = udp_frame(b"\x23" + b"\x00" * 17 + b"\x00\x00" + b"\x01" * 28, dport=123)
+    frames = [mold_frame(1, [msg(0), msg(1)]), stray, mold_frame(5, [msg(4)])]
+    blocks, stats = impl.scan(pcap_bytes(frames))
+    assert bytes(blocks) == framed([msg(0), msg(1), msg(4)])
+    assert stats["gaps"] == 1 and stats["gap_messages"] == 2 and stats["first_gap_seq"] == 3
+    assert stats["streams"] == 2 and stats["next_seq"] == 6 and stats["duplicate_packets"] == 0
+    scanner = impl.Scanner()
+    scanner.feed(pcap_bytes(frames))
+    feed, other = scanner.streams()
+    assert feed == {"group": "233.54.12.111", "port": 26477, "session": "SESSION001",
+                    "packets": 2, "messages": 3, "gaps": 1, "gap_messages": 2, "next_seq": 6}
+    assert other["port"] == 123 and other["gaps"] == 0
+
+
+def test_two_sessions_interleaved(impl: ModuleType) -> None:
+    """Two sessions on one group and port, interleaved packet by packet: each keeps its own
+    sequence numbers, no gap and no duplicate (one tracker would see both)."""
+    a = [msg(i) for i in range(6)]
+    b = [msg(20 + i) for i in range(6)]
+    frames = []
+    for k in range(3):
+        frames.append(mold_frame(1 + 2 * k, a[2 * k:2 * k + 2], "AAAA"))
+        frames.append(mold_frame(1000 + 2 * k, b[2 * k:2 * k + 2], "BBBB"))
+    frames.append(mold_frame(1000 + 8, [msg(40)], "BBBB"))  # a gap in B only: 1006, 1007
+    blocks, stats = impl.scan(pcap_bytes(frames))
+    expect = []
+    for k in range(3):
+        expect += a[2 * k:2 * k + 2] + b[2 * k:2 * k + 2]
+    assert bytes(blocks) == framed(expect + [msg(40)])
+    assert stats["streams"] == 2 and stats["duplicate_packets"] == 0
+    assert stats["gaps"] == 1 and stats["gap_messages"] == 2 and stats["first_gap_seq"] == 1006
+    scanner = impl.Scanner()
+    scanner.feed(pcap_bytes(frames))
+    sa, sb = scanner.streams()
+    assert (sa["session"], sa["messages"], sa["gaps"], sa["next_seq"]) == ("AAAA      ", 6, 0, 7)
+    assert (sb["session"], sb["messages"], sb["gaps"], sb["next_seq"]) == (
+        "BBBB      ", 7, 1, 1009)
+
+
+def test_filters(impl: ModuleType) -> None:
+    other_group = bytes([233, 54, 12, 112])
+    frames = [
+        mold_frame(1, [msg(0)], "AAAA"),
+        ethernet(ipv4(udp(moldudp64_packet("AAAA", 50, [msg(1)])), dst=other_group)),
+        udp_frame(moldudp64_packet("AAAA", 60, [msg(2)]), dport=9999),
+        mold_frame(1, [msg(3)], "BBBB"),
+        mold_frame(2, [msg(4)], "AAAA"),
+    ]
+    data = pcap_bytes(frames)
+    blocks, stats = impl.scan(data, group="233.54.12.111", port=26477, session="AAAA")
+    assert bytes(blocks) == framed([msg(0), msg(4)])
+    assert stats["filtered"] == 3 and stats["streams"] == 1 and stats["moldudp64"] == 2
+    blocks, stats = impl.scan(data, port=26477)
+    assert stats["filtered"] == 1 and stats["streams"] == 3
+    blocks, stats = impl.scan(data)
+    assert stats["filtered"] == 0 and stats["streams"] == 4 and stats["messages"] == 5
+    with pytest.raises(ValueError, match="dotted IPv4"):
+        impl.scan(data, group="233.54.12")
+    with pytest.raises(ValueError, match="10 bytes"):
+        impl.scan(data, session="ELEVENBYTES")
+    with pytest.raises(ValueError, match="port must be"):
+        impl.scan(data, port=70000)
+
+
+def test_stream_table_is_bounded(impl: ModuleType) -> None:
+    frames = [udp_frame(moldudp64_packet("S", 1, [msg(i)]), dport=1000 + i)
+              for i in range(impl.MAX_STREAMS + 3)]
+    blocks, stats = impl.scan(pcap_bytes(frames))
+    assert stats["streams"] == impl.MAX_STREAMS and stats["untracked"] == 3
+    assert stats["messages"] == impl.MAX_STREAMS
+
+
+@pytest.mark.usefixtures("fake_itch")
+def test_read_file_filters_and_streams(impl: ModuleType, tmp_path: Path) -> None:
+    path = tmp_path / "two.pcap"
+    write_pcap(path, [mold_frame(1, [msg(0)], "AAAA"), mold_frame(1, [msg(1)], "BBBB")])
+    reader = impl.read_file(path, session="BBBB")
+    list(reader)
+    assert reader.stats["filtered"] == 1 and reader.stats["messages"] == 1
+    assert [s["session"] for s in reader.streams()] == ["BBBB      "]
+
+
+@pytest.mark.usefixtures("fake_itch")
+@pytest.mark.parametrize("snaplen", [65535, 0, 2**32 - 1])
+def test_record_longer_than_snaplen_is_refused_at_the_record(
+    impl: ModuleType, tmp_path: Path, snaplen: int
+) -> None:
+    """A bogus incl_len (here 1 GB) is refused as soon as its header is read, naming the
+    record; everything before it is delivered; nothing waits for the rest of the file."""
+    good = [mold_frame(1, [msg(0)]), mold_frame(2, [msg(1)])]
+    data = bytearray(pcap_bytes(good + [mold_frame(3, [msg(2)])]))
+    struct.pack_into("<I", data, 16, snaplen)
+    bad_at = 24 + sum(16 + len(f) for f in good)
+    struct.pack_into("<I", data, bad_at + 8, 1 << 30)
+    limit = snaplen if 0 < snaplen <= 262144 else 262144
+    words = f"pcap record at byte offset {bad_at}: incl_len {1 << 30} is larger than the snap" \
+            f" length {limit}"
+    with pytest.raises(impl.PcapError, match=words) as e:
+        impl.scan(bytes(data))
+    assert e.value.offset == bad_at and bytes(e.value.blocks) == framed([msg(0), msg(1)])
+    path = tmp_path / "bogus.pcap"
+    path.write_bytes(bytes(data) + b"\x00" * 100_000)
+    calls: list[int] = []
+    reader = impl.read_file(path, chunk_size=64)
+    scanner_feed = reader.scanner.feed
+
+    def feed(buf: Any) -> Any:
+        calls.append(len(buf))
+        return scanner_feed(buf)
+
+    reader.scanner.feed = feed
+    got: list[str] = []
+    with pytest.raises(impl.PcapError, match=words):
+        for kinds, _counts in reader:
+            got += kinds
+    assert got == message_types(framed([msg(0), msg(1)])) and reader.stats["messages"] == 2
+    assert max(calls) < 64 + 16 + 200  # the bad record's body was never waited for
+    assert len(calls) < 10
 
 
 def test_bad_moldudp64_blocks(impl: ModuleType) -> None:
@@ -386,3 +515,84 @@ def pcapish(draw: st.DrawFn) -> bytes:
 @given(pcapish())
 def test_differential_pcapish(data: bytes) -> None:
     _agree(data)
+
+
+# --- sources and inputs ----------------------------------------------------------------------
+
+@pytest.mark.usefixtures("fake_itch")
+def test_read_file_from_a_fifo_stdin_and_a_stream(impl: ModuleType, tmp_path: Path) -> None:
+    import io
+    import os
+    import threading
+
+    data = pcap_bytes([mold_frame(1, [msg(0), msg(1)]), mold_frame(3, [msg(2)])])
+    fifo = tmp_path / "feed.fifo"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "wb") as f:
+            f.write(data)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    reader = impl.read_file(fifo, chunk_size=50)
+    kinds = [k for batch, _ in reader for k in batch]
+    writer.join(timeout=60)
+    assert kinds == message_types(framed([msg(0), msg(1), msg(2)]))
+    assert reader.stats["messages"] == 3
+    reader = impl.read_file(io.BytesIO(data))
+    assert sum(len(b) for b, _ in reader) == 3
+    with pytest.raises(impl.PcapError, match="bad magic 0x00000000 at byte offset 0"):
+        list(impl.read_file("/dev/zero"))
+    with pytest.raises(TypeError, match="open binary stream, got int"):
+        list(impl.read_file(5))
+
+
+def test_read_file_from_stdin(impl: ModuleType) -> None:
+    import subprocess
+
+    from tests.conftest import ROOT
+
+    data = REAL / "moldudp64-multiple-packets.pcap"
+    if not data.exists():
+        pytest.skip(f"real capture {data.name} not found in {REAL}")
+    code = ("import sys, importlib; m = importlib.import_module(sys.argv[1]);"
+            " r = m.read_file('-'); n = sum(len(e) for e, _ in r); print(n, r.stats['gaps'])")
+    child = subprocess.run([sys.executable, "-c", code, impl.__name__],
+                           input=data.read_bytes(), capture_output=True, timeout=120, cwd=ROOT)
+    assert child.returncode == 0, child.stderr.decode()
+    assert child.stdout.split() == [b"39", b"1"]
+
+
+@pytest.mark.parametrize("bad", [None, "pcap", 5, [1, 2], np.zeros((2, 24), np.uint8),
+                                 np.zeros(48, np.uint8)[::2], np.zeros(6, np.uint32)])
+def test_scanners_refuse_what_is_not_bytes_alike(bad: object) -> None:
+    words = set()
+    for mod in IMPLS.values():
+        with pytest.raises(TypeError) as err:
+            mod.scan(bad)
+        words.add(str(err.value))
+        with pytest.raises(TypeError) as err:
+            mod.Scanner().feed(bad)
+        words.add(str(err.value))
+    assert len(words) == 1, words
+    assert words.pop().startswith("buffer must be one-dimensional contiguous bytes")
+
+
+@pytest.mark.usefixtures("fake_itch")
+def test_file_shrinking_while_read_is_a_truncation_error(impl: ModuleType, tmp_path: Path,
+                                                         ) -> None:
+    """Read the first chunk, cut the file inside a later record, read on: everything
+    before that record is delivered, then PcapError names it."""
+    frames = [mold_frame(1 + i, [msg(i)]) for i in range(200)]
+    data = pcap_bytes(frames)
+    record = 24 + 150 * (16 + len(frames[0]))  # the 151st record's offset
+    path = tmp_path / "shrinking.pcap"
+    path.write_bytes(data)
+    reader = impl.read_file(path, chunk_size=1000)
+    kinds = list(next(reader)[0])
+    os.truncate(path, record + 20)
+    with pytest.raises(impl.PcapError, match=f"truncated pcap record at byte offset {record}"):
+        for batch, _ in reader:
+            kinds += batch
+    assert kinds == message_types(framed([msg(i) for i in range(150)]))

@@ -283,6 +283,10 @@ def compare_cmd(args: argparse.Namespace) -> int:
 def _compare(args: argparse.Namespace) -> int:
     from twinmatch.replay import replay
 
+    if not args.file.is_file():  # "-", a pipe or a FIFO could be read only once
+        print(f"twinmatch compare: {args.file} is not a regular file (each twin reads it)",
+              file=sys.stderr)
+        return 2
     results = {}
     for impl in ("naive", "optimized"):
         results[impl] = replay(args.file, impl, args.mode, keep_fills=True, progress=True)

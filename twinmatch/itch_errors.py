@@ -77,3 +77,35 @@ def counts_dict(per_byte: np.ndarray) -> dict[str, int]:
     own character (e.g. ``"z"`` or ``"\\x00"``), in byte order.
     """
     return {chr(int(b)): int(per_byte[b]) for b in np.flatnonzero(per_byte)}
+
+
+# --8<-- [start:byte_view]
+BYTE_FORMATS: Final = ("B", "b", "c")  # single bytes: bytes, bytearray, uint8, int8, char
+
+
+def byte_view(buffer: object) -> memoryview:
+    """``buffer`` as a one-dimensional, contiguous memoryview of single bytes, or TypeError.
+
+    Every decoder entry point of both twins (itch.decode/scan, pcap.scan/feed, the order
+    readers' bytes input) checks its input here first, so both refuse the same things with
+    the same words: None, str, numbers, lists, arrays of wider items or of two dimensions,
+    non-contiguous views. (Each twin would otherwise fail in its own way: a memoryview
+    cast error in Python, nanobind's signature dump in C++.)
+    """
+    try:
+        view = memoryview(buffer)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(f"{BYTES_WANTED}, got {type(buffer).__name__}") from None
+    fmt = view.format.lstrip("@=<>!")
+    if view.ndim != 1 or fmt not in BYTE_FORMATS or not view.c_contiguous:
+        shape = "x".join(str(n) for n in view.shape or ()) or "scalar"
+        got = (f"{type(buffer).__name__} of format {view.format!r}, shape {shape}"
+               f"{'' if view.c_contiguous else ', not contiguous'}")
+        view.release()
+        raise TypeError(f"{BYTES_WANTED}, got {got}")
+    return view
+
+
+BYTES_WANTED: Final = ("buffer must be one-dimensional contiguous bytes (bytes, bytearray,"
+                       " mmap, or a memoryview or numpy array of uint8)")
+# --8<-- [end:byte_view]

@@ -1,17 +1,23 @@
-"""Getting an ITCH file's bytes off disk in chunks, plain or gzip; shared by both twins.
+"""Getting a feed's bytes in chunks, plain or gzip, from a file or a stream; shared by both twins.
 
-This is not a twin: both decoders read the same way (plain files in fixed-size chunks, gzip
-through Python's zlib), so their batches line up and a comparison measures the decoders.
-The optimized twin maps plain files instead of reading them (``mmap``), cutting the map at
-the same chunk boundaries.
+This is not a twin: both decoders read the same way (fixed-size chunks, gzip through Python's
+zlib), so their batches line up and a comparison measures the decoders. A source is a path,
+``"-"`` for standard input, or a binary file object that is already open; pipes, FIFOs and
+character devices are read like files, in chunks, with bounded memory. Nothing is
+memory-mapped: a mapped file that shrinks while it is read kills the process (SIGBUS), a
+read just ends early and the decoder reports the cut record.
 """
 
 from __future__ import annotations
 
+import io
+import os
+import stat
+import sys
 import zlib
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Final
+from contextlib import contextmanager
+from typing import IO, Final
 
 from twinmatch.itch_errors import ItchError
 
@@ -22,12 +28,88 @@ GZIP_MAGIC: Final = b"\x1f\x8b"
 CAPTURE_MAGICS: Final = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
                          b"\xa1\xb2\x3c\x4d", b"\x0a\x0d\x0d\x0a")
 GZIP_READ: Final = 1 << 16  # compressed bytes fed to zlib at a time
+STDIN: Final = "-"  # the source name for standard input
+
+Source = str | os.PathLike[str] | IO[bytes]
 
 
-def is_gzip(path: str | Path) -> bool:
-    """Gzip is recognised by its magic bytes (1f 8b), whatever the file is called."""
-    with open(path, "rb") as f:
-        return f.read(2) == GZIP_MAGIC
+@contextmanager
+def opened(source: Source) -> Iterator[IO[bytes]]:
+    """A source as an open binary stream: a path (opened, closed after), "-" (stdin), or
+    a stream the caller opened (used as it is, left open)."""
+    if isinstance(source, str | os.PathLike):
+        if os.fspath(source) == STDIN:
+            yield sys.stdin.buffer
+        else:
+            with open(source, "rb") as f:
+                yield f
+    elif callable(getattr(source, "read", None)):
+        yield source
+    else:  # open(5) would read file descriptor 5: a number is refused, like anything else
+        raise TypeError("source must be a path, '-' (standard input) or an open binary"
+                        f" stream, got {type(source).__name__}")
+
+
+def read_full(f: IO[bytes], n: int) -> bytes:
+    """Up to ``n`` bytes, fewer only at the end: a pipe or raw file may return short reads."""
+    data = f.read(n)
+    if len(data) == n or not data:
+        return data
+    parts = [data]
+    got = len(data)
+    while got < n and (more := f.read(n - got)):
+        parts.append(more)
+        got += len(more)
+    return b"".join(parts)
+
+
+class _Rewound(io.RawIOBase):
+    """A stream that cannot seek, with bytes already read from it put back in front."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray | memoryview) -> int:  # type: ignore[override]
+        out = memoryview(b).cast("B")
+        if self._head:
+            n = min(len(out), len(self._head))
+            out[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        read1 = getattr(self._rest, "read1", self._rest.read)
+        data = read1(len(out))
+        out[:len(data)] = data
+        return len(data)
+
+
+def peek(f: IO[bytes], n: int) -> tuple[bytes, IO[bytes]]:
+    """The first ``n`` bytes of a stream and a stream that still starts with them.
+
+    A regular file seeks back; a pipe cannot, so the bytes are put back in front of it.
+    (Looking at a pipe's first bytes and then opening it again would lose them.)
+    """
+    head = read_full(f, n)
+    try:
+        seekable = f.seekable()
+    except (AttributeError, ValueError):
+        seekable = False
+    if seekable:
+        f.seek(-len(head), os.SEEK_CUR)
+        return head, f
+    return head, io.BufferedReader(_Rewound(head, f), buffer_size=GZIP_READ)
+
+
+def regular_size(f: IO[bytes]) -> int | None:
+    """The size of the regular file behind ``f``; None for a pipe, FIFO, device or memory."""
+    try:
+        st = os.fstat(f.fileno())
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
 
 
 def check_not_capture(head: bytes) -> None:
@@ -56,7 +138,7 @@ def _salvage(before: zlib._Decompress, data: bytes) -> bytes:
     return before.copy().decompress(data[:lo])
 
 
-def gunzip_chunks(path: str | Path, chunk_size: int) -> Iterator[bytes]:
+def gunzip_chunks(f: IO[bytes], chunk_size: int) -> Iterator[bytes]:
     """The decompressed bytes of a gzip file in ``chunk_size`` pieces (the last may be shorter).
 
     Every byte zlib can recover before a corrupt or cut-off stream reaches the decoder, then
@@ -65,28 +147,27 @@ def gunzip_chunks(path: str | Path, chunk_size: int) -> Iterator[bytes]:
     """
     produced = 0  # decompressed bytes so far
     out = bytearray()
-    with open(path, "rb") as f:
-        d = zlib.decompressobj(wbits=31)  # 31: expect a gzip header and trailer
-        pending = f.read(GZIP_READ)
-        while pending:
-            before = d.copy()
-            try:
-                piece = d.decompress(pending)
-            except zlib.error as exc:
-                piece = _salvage(before, pending)
-                out += piece
-                produced += len(piece)
-                yield from _pieces(out, chunk_size, final=True)
-                raise ItchError(produced, "bad_gzip", detail=str(exc)) from exc
+    d = zlib.decompressobj(wbits=31)  # 31: expect a gzip header and trailer
+    pending = f.read(GZIP_READ)
+    while pending:
+        before = d.copy()
+        try:
+            piece = d.decompress(pending)
+        except zlib.error as exc:
+            piece = _salvage(before, pending)
             out += piece
             produced += len(piece)
-            yield from _pieces(out, chunk_size, final=False)
-            if d.eof:  # a member ended; another may follow
-                pending = d.unused_data or f.read(GZIP_READ)
-                if pending:
-                    d = zlib.decompressobj(wbits=31)
-            else:
-                pending = f.read(GZIP_READ)
+            yield from _pieces(out, chunk_size, final=True)
+            raise ItchError(produced, "bad_gzip", detail=str(exc)) from exc
+        out += piece
+        produced += len(piece)
+        yield from _pieces(out, chunk_size, final=False)
+        if d.eof:  # a member ended; another may follow
+            pending = d.unused_data or f.read(GZIP_READ)
+            if pending:
+                d = zlib.decompressobj(wbits=31)
+        else:
+            pending = f.read(GZIP_READ)
     yield from _pieces(out, chunk_size, final=True)
     if not d.eof:
         raise ItchError(produced, "bad_gzip", detail="the gzip stream ends early")
@@ -100,22 +181,31 @@ def _pieces(out: bytearray, chunk_size: int, final: bool) -> Iterator[bytes]:
         yield piece
 
 
-def plain_chunks(path: str | Path, chunk_size: int) -> Iterator[bytes]:
-    """A plain file in ``chunk_size`` pieces (the last may be shorter)."""
-    with open(path, "rb") as f:
-        while chunk := f.read(chunk_size):
-            yield chunk
+def plain_chunks(f: IO[bytes], chunk_size: int) -> Iterator[bytes]:
+    """A plain stream in ``chunk_size`` pieces (the last may be shorter)."""
+    while chunk := read_full(f, chunk_size):
+        yield chunk
 
 
-def file_chunks(path: str | Path, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
-    """The (decompressed) bytes of an ITCH file in chunks; refuses pcap/pcapng captures."""
+@contextmanager
+def open_feed(source: Source) -> Iterator[tuple[bool, IO[bytes]]]:
+    """(is it gzip?, the stream at its first byte). Gzip is recognised by its magic bytes
+    (1f 8b), whatever the file is called; the stream is opened once, so a pipe loses nothing."""
+    with opened(source) as raw:
+        head, f = peek(raw, 2)
+        yield head == GZIP_MAGIC, f
+
+
+def file_chunks(source: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
+    """The (decompressed) bytes of an ITCH feed in chunks; refuses pcap/pcapng captures."""
     if chunk_size < 1:
         raise ValueError("chunk_size must be positive")
-    chunks = gunzip_chunks(path, chunk_size) if is_gzip(path) else plain_chunks(path, chunk_size)
-    head = b""
-    for chunk in chunks:
-        if len(head) < 4:
-            head += chunk[:4]
-            check_not_capture(head)
-        yield chunk
+    with open_feed(source) as (gz, f):
+        chunks = gunzip_chunks(f, chunk_size) if gz else plain_chunks(f, chunk_size)
+        head = b""
+        for chunk in chunks:
+            if len(head) < 4:
+                head += chunk[:4]
+                check_not_capture(head)
+            yield chunk
 # --8<-- [end:files]

@@ -43,7 +43,7 @@ from twinmatch.dtypes import (
     concat_records,
 )
 from twinmatch.feed_text import show_bytes  # the one text rule (C++: native/feed_text.hpp)
-from twinmatch.itch_files import CAPTURE_MAGICS, GZIP_MAGIC
+from twinmatch.itch_files import CAPTURE_MAGICS, GZIP_MAGIC, opened, peek, read_full, regular_size
 
 IMPLS: Final = ("naive", "optimized")
 MODES: Final = ("book", "match")
@@ -58,11 +58,25 @@ class ReplayError(ValueError):
     """A file replay cannot read (unknown format)."""
 
 
-# --8<-- [start:sniff]
+SNIFF_BYTES: Final = 4096
+
+
 def sniff(path: str | Path) -> str:
-    """The feed format of a file, from its first bytes: itch, pcap, messages, csv, lobster."""
+    """The feed format of a regular file, from its first bytes (see sniff_head).
+
+    A pipe or FIFO would lose the bytes looked at: replay() opens a stream once and sniffs
+    what it peeked; this refuses one.
+    """
     with open(path, "rb") as f:
-        head = f.read(4096)
+        if regular_size(f) is None:
+            raise ReplayError(f"{path}: not a regular file (a pipe or device can be read once:"
+                              " use twinmatch replay, or replay - for standard input)")
+        return sniff_head(read_full(f, SNIFF_BYTES), path)
+
+
+# --8<-- [start:sniff]
+def sniff_head(head: bytes, path: str | Path) -> str:
+    """The feed format from a feed's first bytes: itch, pcap, messages, csv, lobster."""
     if head[:2] == GZIP_MAGIC:
         return "itch"
     if head[:4] in CAPTURE_MAGICS:
@@ -145,9 +159,11 @@ def lobster_stock(path: str | Path) -> str:
     return "LOBSTER"
 
 
-def _messages_csv_events(path: str | Path, chunk: int = 1 << 20) -> Iterator[np.ndarray]:
+def _messages_csv_events(source: IO[bytes], chunk: int = 1 << 20) -> Iterator[np.ndarray]:
     """The generator's message CSV -> events, ``chunk`` rows at a time (harness, not a twin)."""
-    with open(path, newline="", encoding="latin-1") as f:
+    path = getattr(source, "name", "<stream>")
+    f = io.TextIOWrapper(source, newline="", encoding="latin-1")
+    try:
         reader = csv.reader(f)
         header = next(reader, None)
         if header is None:
@@ -165,6 +181,13 @@ def _messages_csv_events(path: str | Path, chunk: int = 1 << 20) -> Iterator[np.
                 rows = []
         if rows:
             yield _rows_to_events(rows, col)
+    finally:
+        f.detach()  # the caller closes the stream
+
+
+def _messages_csv_file(path: str | Path) -> Iterator[np.ndarray]:
+    with open(path, "rb") as f:
+        yield from _messages_csv_events(f)
 
 
 def _rows_to_events(rows: list[list[str]], col: dict[str, int]) -> np.ndarray:
@@ -195,11 +218,14 @@ def _counted(events: np.ndarray) -> Batch:
 
 
 # --8<-- [start:batches]
-def batches(path: str | Path, fmt: str, impl: str) -> tuple[Iterator[Batch], Any]:
-    """(events, counts by message type) batches of a file, decoded by ``impl``'s twin.
+def batches(path: str | Path | IO[bytes], fmt: str, impl: str,
+            name: str | Path | None = None) -> tuple[Iterator[Batch], Any]:
+    """(events, counts by message type) batches of a feed, decoded by ``impl``'s twin.
 
+    ``path``: a file or a stream opened once (a pipe, standard input); ``name`` names it.
     The second value is the PCAP reader (for its gap statistics) or None.
     """
+    name = name if name is not None else path if isinstance(path, str | Path) else "-"
     if fmt == "itch":
         itch = importlib.import_module(f"{impl}.itch")
         return itch.read_file(path), None
@@ -211,8 +237,10 @@ def batches(path: str | Path, fmt: str, impl: str) -> tuple[Iterator[Batch], Any
         return iter([_counted(ops_events(ops))]), None
     if fmt == "lobster":
         messages = importlib.import_module(f"{impl}.orders").read_lobster(path)
-        return iter([_counted(lobster_events(messages, lobster_stock(path)))]), None
+        return iter([_counted(lobster_events(messages, lobster_stock(name)))]), None
     if fmt == "messages":
+        if isinstance(path, str | Path):
+            return (_counted(ev) for ev in _messages_csv_file(path)), None
         return (_counted(ev) for ev in _messages_csv_events(path)), None
     raise ReplayError(f"unknown format {fmt!r}")
 # --8<-- [end:batches]
@@ -302,15 +330,31 @@ def replay(
     fills_path: str | Path | None = None, books_path: str | Path | None = None,
     keep_fills: bool = False, progress: bool = False,
 ) -> ReplayResult:
-    """Replay a whole file through one twin; returns the report (and fills if kept)."""
+    """Replay a whole feed through one twin; returns the report (and fills if kept).
+
+    ``path`` may be a pipe or FIFO, or "-" for standard input: it is opened once and its
+    first bytes are looked at without being lost.
+    """
     path = Path(path)
-    fmt = sniff(path)
+    with opened(path) as raw:
+        head, stream = peek(raw, SNIFF_BYTES)
+        return _replay(path, stream, head, impl, mode, fills_path, books_path, keep_fills,
+                       progress)
+
+
+def _replay(
+    path: Path, stream: IO[bytes], head: bytes, impl: str, mode: str,
+    fills_path: str | Path | None, books_path: str | Path | None, keep_fills: bool,
+    progress: bool,
+) -> ReplayResult:
+    fmt = sniff_head(head, path)
     market = new_market(impl, mode)
     start = time.perf_counter()
-    it, pcap_reader = batches(path, fmt, impl)
+    it, pcap_reader = batches(stream, fmt, impl, path)
     by_type: dict[str, int] = {}
     kept: list[np.ndarray] = []
-    total_bytes = path.stat().st_size if fmt == "itch" and not _is_gzip(path) else None
+    size = regular_size(stream)
+    total_bytes = size if fmt == "itch" and head[:2] != GZIP_MAGIC else None
     bar = Progress(total_bytes, progress)
     fills_out = open(fills_path, "w") if fills_path else None  # noqa: SIM115
     try:
@@ -340,11 +384,6 @@ def replay(
     all_fills = concat_records(kept, FILL_DTYPE) if kept else None
     return ReplayResult(report, all_fills, books, market)
 # --8<-- [end:replay]
-
-
-def _is_gzip(path: Path) -> bool:
-    with open(path, "rb") as f:
-        return f.read(2) == GZIP_MAGIC
 
 
 def top_of_book(market: Any, n: int = TOP_SYMBOLS) -> list[dict[str, Any]]:

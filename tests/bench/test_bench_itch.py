@@ -9,8 +9,13 @@ naive twin. The day is drawn once and kept in out/cache. What each one includes:
 * naive      naive.itch.decode: struct per message -> NamedTuple -> row tuple, np arrays.
 * numpy      naive.itch_numpy.decode: Python framing walk + big-endian dtype views per type.
 * optimized  optimized.itch.decode: C++ over the buffer in place, GIL released, plus the
-             Python face (dtype view, counts dict). Output blocks are recycled between calls
-             (see native/itch_bind.cpp), so a steady stream of batches writes warm memory.
+             Python face (dtype view, counts dict). The loop is the AVX-512 VBMI one when the
+             CPU has it (the row's note says which ran). Output blocks are recycled between
+             calls (see native/itch_bind.cpp), so a steady stream of batches writes warm memory.
+* optimized-portable  the same call with the portable scalar loop (itch_simd(False)): the
+             code every CPU runs, and the VBMI loop's baseline.
+* optimized-fresh  the same call, but the recycled blocks are freed before every round
+             (itch_release_pool), so each call writes a new block and takes its page faults.
 * itchfeed   itchfeed's pure-Python MessageParser.parse_stream, one object per message.
 * itchcpp    itchfeed's C++ backend (itchcpp), same API: still one Python object a message.
 * sum_bytes  the bandwidth ceiling: one C++ pass summing the buffer as 8-byte words.
@@ -22,7 +27,7 @@ None includes file I/O or decompression: the buffer is already in memory.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -31,6 +36,7 @@ import pytest
 import naive.itch as naive_itch
 import naive.itch_numpy as itch_numpy
 import optimized.itch as optimized_itch
+from optimized import _native
 from tests.bench.conftest import SMALL
 from twinmatch.itch_samples import cached_sample_day
 
@@ -38,7 +44,11 @@ N = int(os.environ.get("TWINMATCH_BENCH_ITCH_N", "20000" if SMALL else "10000000
 INCLUDES = {
     "naive": "decode from memory: struct per message, NamedTuples, numpy arrays at the end",
     "numpy": "decode from memory: Python framing walk + big-endian numpy views per type",
-    "optimized": "decode from memory: C++ loop (GIL released) + the Python face",
+    "optimized": "decode from memory: C++ loop (GIL released, {loop}) into recycled output"
+                 " blocks + the Python face",
+    "optimized-portable": "as Optimized, with the portable scalar loop (no SIMD)",
+    "optimized-fresh": "as Optimized ({loop}), but every call writes a freshly allocated output"
+                       " block: its page faults included",
     "itchfeed": "parse from memory: one Python object per message (pure Python)",
     "itchcpp": "parse from memory: one Python object per message (C++ backend)",
     "sum_bytes": "one C++ pass summing the buffer: the memory-bandwidth ceiling",
@@ -77,17 +87,36 @@ def check_itchfeed(messages: list[Any], expected: tuple[np.ndarray, dict[str, in
     assert adds == events["order_ref"][mask].tolist()
 
 
+def vbmi_loop() -> str:
+    """Which loop optimized.itch.decode runs here by default (the switch is left on)."""
+    return "AVX-512 VBMI loop" if _native.itch_simd(True) else "portable loop: no AVX-512 VBMI"
+
+
+@pytest.fixture
+def portable() -> Iterator[None]:
+    _native.itch_simd(False)
+    try:
+        yield
+    finally:
+        _native.itch_simd(True)
+
+
 @pytest.mark.benchmark(group="itch")
 @pytest.mark.parametrize(
-    "impl", ["naive", "numpy", "optimized", "itchfeed", "itchcpp", "sum_bytes"])
+    "impl", ["naive", "numpy", "optimized", "optimized-portable", "optimized-fresh",
+             "itchfeed", "itchcpp", "sum_bytes"])
 def test_bench_itch_decode(
-    benchmark: Any, impl: str, day: bytes, expected: tuple[np.ndarray, dict[str, int]]
+    benchmark: Any, impl: str, day: bytes, expected: tuple[np.ndarray, dict[str, int]],
+    request: pytest.FixtureRequest,
 ) -> None:
     benchmark.extra_info.update(bytes=len(day), messages=N, impl=impl, ops=N, workload="day",
-                                includes=INCLUDES[impl])
+                                includes=INCLUDES[impl].format(loop=vbmi_loop()))
+    if impl == "optimized-portable":
+        request.getfixturevalue("portable")  # the switch goes back on after the test
+    setup = _native.itch_release_pool if impl == "optimized-fresh" else None
     run: Callable[[], object]
-    if impl in ("naive", "numpy", "optimized"):
-        mod = {"naive": naive_itch, "numpy": itch_numpy, "optimized": optimized_itch}[impl]
+    if impl in ("naive", "numpy") or impl.startswith("optimized"):
+        mod = {"naive": naive_itch, "numpy": itch_numpy}.get(impl, optimized_itch)
 
         def run() -> object:
             return mod.decode(day)
@@ -113,4 +142,4 @@ def test_bench_itch_decode(
     if impl in SLOW:
         benchmark.pedantic(run, rounds=2, iterations=1, warmup_rounds=0)
     else:
-        benchmark.pedantic(run, rounds=20, iterations=1, warmup_rounds=2)
+        benchmark.pedantic(run, setup=setup, rounds=20, iterations=1, warmup_rounds=2)

@@ -8,6 +8,7 @@ inputs, so the property is exercised in the normal suite without atheris' runner
 
 from __future__ import annotations
 
+import io
 import sys
 
 import numpy as np
@@ -29,14 +30,31 @@ def outcome(decode: object, data: bytes) -> Outcome:
     return events.tobytes(), counts, None
 
 
+def stream_outcome(mod: object, data: bytes, chunk: int) -> object:
+    """read_file over the bytes as a stream (as from a pipe): the batches, then any error."""
+    batches = []
+    try:
+        for events, counts in mod.read_file(io.BytesIO(data), chunk):  # type: ignore[attr-defined]
+            batches.append((events.tobytes(), counts))
+    except ItchError as exc:
+        return batches, (exc.reason, exc.offset, str(exc))
+    return batches, None
+
+
 def check(data: bytes) -> None:
-    """The property: identical outcomes, and an error only ever names an offset in range."""
+    """The property: identical outcomes, and an error only ever names an offset in range;
+    read as a stream in small chunks (the first byte picks the size), identical batches."""
     a = outcome(naive_itch.decode, data)
     b = outcome(optimized_itch.decode, data)
     if a != b:
         raise AssertionError(f"twins disagree on {data.hex()}: {a[1:]} vs {b[1:]}")
     if a[2] is not None:
         assert 0 <= a[2][1] < max(1, len(data))
+    chunk = 1 + (data[0] if data else 0) % 61
+    sa = stream_outcome(naive_itch, data, chunk)
+    sb = stream_outcome(optimized_itch, data, chunk)
+    if sa != sb:
+        raise AssertionError(f"twins' read_file disagree on {data.hex()} (chunk {chunk})")
 
 
 def main() -> None:

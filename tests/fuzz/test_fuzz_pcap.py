@@ -25,6 +25,9 @@ def test_fuzz_pcap_short_run(tmp_path: Path) -> None:
     (seeds / "pcap").write_bytes(b"\x01" + pcap_bytes(frames))
     (seeds / "csv").write_bytes(b"\x02id,p,q,s\n1,100,5,0\n2,0,5,1\n")
     (seeds / "lobster").write_bytes(b"\x0334200.5,1,10,100,1500000,1\n34201,7,0,0,-1,-1\n")
+    body = pcap_bytes(frames)[24:]
+    (seeds / "filtered").write_bytes(b"\x04" + body)  # kind 4: port/session filters
+    (seeds / "stream").write_bytes(b"\x05" + body)  # kind 5: read_file as a stream
     result = subprocess.run(
         [sys.executable, str(TARGET), "-runs=3000", "-max_total_time=40", str(seeds)],
         capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2],
