@@ -55,7 +55,7 @@ from typing import Any, Final
 import numpy as np
 
 from twinmatch.itch_errors import byte_view
-from twinmatch.itch_files import Source
+from twinmatch.itch_files import Source, check_chunk_size
 from twinmatch.pcap_files import decode_stream
 
 GLOBAL_HEADER_LEN: Final = 24
@@ -469,7 +469,7 @@ class PcapReader:
                  group: str | None = None, port: int | None = None,
                  session: str | bytes | None = None) -> None:
         self.path = path
-        self.chunk_size = max(chunk_size, 1)
+        self.chunk_size = check_chunk_size(chunk_size)
         self.scanner = Scanner(group, port, session)
         self.stats = self.scanner.stats
         self._it = self._blocks()

@@ -18,7 +18,14 @@ import numpy as np
 from optimized import _native
 from twinmatch.dtypes import EVENT_DTYPE
 from twinmatch.itch_errors import ITCH_REASONS, ItchError, byte_view, counts_dict
-from twinmatch.itch_files import CHUNK_SIZE, Source, check_not_capture, file_chunks, open_feed
+from twinmatch.itch_files import (
+    CHUNK_SIZE,
+    Source,
+    check_chunk_size,
+    check_not_capture,
+    file_chunks,
+    open_feed,
+)
 
 __all__ = ["CHUNK_SIZE", "EVENT_DTYPE", "ItchError", "LENGTHS", "decode", "read_file", "scan"]
 
@@ -154,8 +161,7 @@ def read_file(path: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[Batch]:
     bad or truncated record raises ItchError naming its offset in the (decompressed) feed,
     after every batch before it has been yielded.
     """
-    if chunk_size < 1:
-        raise ValueError("chunk_size must be positive")
+    chunk_size = check_chunk_size(chunk_size)
     with open_feed(path) as (gz, f):
         yield from (read_gzip(f, chunk_size) if gz else read_plain(f, chunk_size))
 # --8<-- [end:read_file]

@@ -18,7 +18,7 @@ import numpy as np
 
 from optimized._native import PcapScanner
 from twinmatch.itch_errors import byte_view
-from twinmatch.itch_files import Source
+from twinmatch.itch_files import Source, check_chunk_size
 from twinmatch.pcap_files import decode_stream
 
 GLOBAL_HEADER_LEN: Final = 24
@@ -168,7 +168,7 @@ class PcapReader:
                  group: str | None = None, port: int | None = None,
                  session: str | bytes | None = None) -> None:
         self.path = path
-        self.chunk_size = max(chunk_size, 1)
+        self.chunk_size = check_chunk_size(chunk_size)
         self.scanner = Scanner(group, port, session)
         self._it = self._blocks()
 

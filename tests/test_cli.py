@@ -183,10 +183,13 @@ def _one_line_error(capsys: pytest.CaptureFixture[str], command: str) -> str:
     return lines[0]
 
 
-@pytest.mark.parametrize("command", ["replay", "compare"])
-@pytest.mark.parametrize("kind, message", [
-    ("missing", "no such file"), ("directory", "is a directory"),
-    ("fifo", "not a regular file"), ("device", "not a regular file"),
+@pytest.mark.parametrize("command, kind, message", [
+    *((command, kind, message) for command in ("replay", "compare") for kind, message in [
+        ("missing", "no such file"), ("directory", "is a directory")]),
+    # replay reads a FIFO or a device as a stream (tests/test_itch.py); compare reads the
+    # feed once per twin, so it takes regular files only, refused before they are opened
+    ("compare", "fifo", "not a regular file"), ("compare", "device", "not a regular file"),
+    ("compare", "stdin", "can be read once"),
 ])
 @pytest.mark.timeout(60)
 def test_replay_refuses_what_is_not_a_feed_file(
@@ -196,7 +199,7 @@ def test_replay_refuses_what_is_not_a_feed_file(
     import os
 
     path = {"missing": tmp_path / "nope.itch", "directory": tmp_path,
-            "fifo": tmp_path / "fifo", "device": Path("/dev/null")}[kind]
+            "fifo": tmp_path / "fifo", "device": Path("/dev/null"), "stdin": Path("-")}[kind]
     if kind == "fifo":
         os.mkfifo(path)  # opening it would block for ever: it must be refused first
     assert main([command, str(path)]) == 2

@@ -189,11 +189,14 @@ def gen_uniform(args: argparse.Namespace) -> int:
     return 0
 
 
-def _input_problem(path: Path) -> str | None:
-    """Why ``path`` cannot be read as a feed (checked before opening it: a FIFO would
-    block the open), or None."""
+def _input_problem(path: Path, streams: bool = True) -> str | None:
+    """Why ``path`` cannot be read as a feed, or None. ``streams``: standard input (``-``),
+    a FIFO or a character device is a feed too, read once as it comes (replay); without it
+    only a regular file is (compare reads the feed once per twin)."""
     import stat
 
+    if str(path) == "-":
+        return None if streams else "-: standard input can be read once; compare needs a file"
     try:
         mode = path.stat().st_mode
     except FileNotFoundError:
@@ -202,8 +205,11 @@ def _input_problem(path: Path) -> str | None:
         return f"{path}: {exc.strerror or exc}"
     if stat.S_ISDIR(mode):
         return f"{path}: is a directory, not a feed file"
+    if streams and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+        return None if os.access(path, os.R_OK) else f"{path}: permission denied"
     if not stat.S_ISREG(mode):
-        return f"{path}: not a regular file (a device, FIFO or socket), not a feed file"
+        kind = "a device, FIFO or socket" if streams else "a device or FIFO: it can be read once"
+        return f"{path}: not a regular file ({kind}), not a feed file"
     if not os.access(path, os.R_OK):
         return f"{path}: permission denied"
     return None
@@ -271,7 +277,7 @@ def _replay(args: argparse.Namespace) -> int:
 
 def compare_cmd(args: argparse.Namespace) -> int:
     """Run both twins on one feed; require identical fills, counts and final books."""
-    problem = _input_problem(args.file)
+    problem = _input_problem(args.file, streams=False)
     if problem:
         return _bad_argument("compare", ValueError(problem))
     try:

@@ -196,10 +196,22 @@ def open_feed(source: Source) -> Iterator[tuple[bool, IO[bytes]]]:
         yield head == GZIP_MAGIC, f
 
 
+MAX_CHUNK: Final = 1 << 30  # a reader's buffer is one chunk: bounded, like its memory
+
+
+def check_chunk_size(chunk_size: object) -> int:
+    """A reader's chunk size: an int in 1..2^30 (bytes), the same words in every reader of
+    both twins. (0 would read nothing for ever; 2^40 would ask for a terabyte buffer.)"""
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
+        raise TypeError(f"chunk_size must be an int, got {type(chunk_size).__name__}")
+    if not 1 <= chunk_size <= MAX_CHUNK:
+        raise ValueError(f"chunk_size must be 1..{MAX_CHUNK:,} bytes, got {chunk_size}")
+    return chunk_size
+
+
 def file_chunks(source: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
     """The (decompressed) bytes of an ITCH feed in chunks; refuses pcap/pcapng captures."""
-    if chunk_size < 1:
-        raise ValueError("chunk_size must be positive")
+    chunk_size = check_chunk_size(chunk_size)
     with open_feed(source) as (gz, f):
         chunks = gunzip_chunks(f, chunk_size) if gz else plain_chunks(f, chunk_size)
         head = b""

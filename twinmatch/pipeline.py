@@ -17,40 +17,32 @@ What each number includes:
 
 from __future__ import annotations
 
-import gzip
 import importlib
 import io
-import mmap
-import os
 import time
 from pathlib import Path
 from typing import Any, Final
 
-from twinmatch.itch_files import GZIP_MAGIC
+from twinmatch.itch_files import file_chunks, opened, peek
 from twinmatch.pipeline_contract import PipelineInterrupted
-from twinmatch.replay import FILLS_HEADER, ReplayError, peak_rss_mb, sniff
+from twinmatch.replay import FILLS_HEADER, SNIFF_BYTES, ReplayError, peak_rss_mb, sniff_head
 
 IMPLS: Final = ("naive", "optimized")
 
 
-def load(path: str | Path, in_place: bool = False) -> bytes | mmap.mmap:
-    """The whole decompressed ITCH stream of a raw or gzip file.
+def load(path: str | Path) -> bytes:
+    """The whole decompressed ITCH stream of a raw or gzip feed, read into memory.
 
-    ``in_place``: a raw file is mapped read-only (no copy: the pages are the OS's file
-    cache) instead of read into new bytes; the file must not shrink while it is mapped.
+    ``path`` may be a file, a FIFO, or ``-`` for standard input. The feed is read, not
+    mapped: a mapped file that shrinks while the parser reads it kills the process with
+    SIGBUS, and no input may do that. The cost is one copy and memory for the whole feed
+    (the pipeline's parser walks one buffer); ``replay`` without ``--pipeline`` streams.
     """
-    if sniff(path) != "itch":
-        raise ReplayError(f"{path}: --pipeline reads ITCH files (raw or gzip) only")
-    with open(path, "rb") as f:
-        head = f.read(2)
-        if in_place and head != GZIP_MAGIC and os.fstat(f.fileno()).st_size > 0:
-            # MAP_POPULATE maps every page now, so the parser takes no page faults.
-            flags = mmap.MAP_PRIVATE | getattr(mmap, "MAP_POPULATE", 0)
-            return mmap.mmap(f.fileno(), 0, flags=flags, prot=mmap.PROT_READ)
-    if head == GZIP_MAGIC:
-        with gzip.open(path, "rb") as g:
-            return g.read()
-    return Path(path).read_bytes()  # one copy, so the pipeline owns its input
+    with opened(path) as f:
+        head, f = peek(f, SNIFF_BYTES)
+        if sniff_head(head, path) != "itch":
+            raise ReplayError(f"{path}: --pipeline reads ITCH files (raw or gzip) only")
+        return b"".join(file_chunks(f))
 
 
 # --8<-- [start:replay_pipeline]
@@ -64,7 +56,7 @@ def replay_pipeline(path: str | Path, impl: str = "optimized", mode: str = "book
     if impl not in IMPLS:
         raise ValueError(f"impl must be one of {IMPLS}, got {impl!r}")
     start = time.perf_counter()
-    data = load(path, in_place=impl == "optimized")  # the C++ parser reads the map in place
+    data = load(path)
     load_seconds = time.perf_counter() - start
     pipe = importlib.import_module(f"{impl}.pipeline").Pipeline(mode, **options)
     interrupted: PipelineInterrupted | None = None
