@@ -345,6 +345,19 @@ def test_replay_pipeline_reads_files_fifos_and_gzip(flow: bytes, tmp_path: Path)
     assert fills.read_text() == single_threaded(flow, "match")
 
 
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("impl", ["naive", "optimized"])
+def test_pipeline_stops_reading_an_endless_stream_that_is_not_itch(impl: str) -> None:
+    # /dev/zero never ends: read whole, it would fill the memory. Its first record has
+    # length 0, so the pipeline reports that, having read one chunk.
+    from twinmatch.itch_errors import ItchError
+    from twinmatch.pipeline import load, replay_pipeline
+
+    assert len(load("/dev/zero")) <= 16 << 20
+    with pytest.raises(ItchError, match="zero_length at byte 0"):
+        replay_pipeline("/dev/zero", impl, "match")
+
+
 def test_cli_replay_pipeline(flow: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
                              ) -> None:
     import json

@@ -37,12 +37,27 @@ def load(path: str | Path) -> bytes:
     mapped: a mapped file that shrinks while the parser reads it kills the process with
     SIGBUS, and no input may do that. The cost is one copy and memory for the whole feed
     (the pipeline's parser walks one buffer); ``replay`` without ``--pipeline`` streams.
+    Reading stops after the chunk where the framing first breaks (a zero length, a wrong
+    length for its type): the parser reports that record's offset, and an endless stream
+    that is not ITCH (``/dev/zero``) cannot fill the memory. The framing is checked with
+    the C++ scanner whichever twin then runs the pipeline (this is harness, not a twin).
     """
+    from optimized.itch import scan
+
+    parts: list[bytes] = []
+    carry, base = b"", 0
     with opened(path) as f:
         head, f = peek(f, SNIFF_BYTES)
         if sniff_head(head, path) != "itch":
             raise ReplayError(f"{path}: --pipeline reads ITCH files (raw or gzip) only")
-        return b"".join(file_chunks(f))
+        for chunk in file_chunks(f):
+            parts.append(chunk)
+            buf = carry + chunk
+            _, _, consumed, error = scan(buf, base)
+            if error is not None:
+                break
+            carry, base = buf[consumed:], base + consumed
+    return b"".join(parts)
 
 
 # --8<-- [start:replay_pipeline]
