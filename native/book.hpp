@@ -510,7 +510,8 @@ private:
 // --8<-- [end:bitset]
 
 // An order id together with its hash fingerprint, which each operation computes once
-// (Book::key_of) and hands down to every lookup it makes.
+// (Book::key_of) and hands down to every lookup it makes. The batch loop computes it a
+// few operations early, for its prefetch, and passes Keys to add_limit and cancel.
 struct Key {
     std::uint64_t id;
     std::uint32_t fp;
@@ -552,27 +553,31 @@ public:
 
     // --8<-- [start:add_limit]
     template <class Sink>
-    Reason add_limit(std::uint64_t id, Side side, std::int64_t price, std::int64_t qty,
-                     Sink&& sink) {
+    Reason add_limit(Key key, Side side, std::int64_t price, std::int64_t qty, Sink&& sink) {
         if (price < 1 || price > kMaxPrice) return Reason::BadPrice;
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        Key key = key_of(id);
         std::uint64_t slot = slot_of(key);  // where the id is, or where it would go
         if (ids_.node_at(slot) != kNil) return Reason::DuplicateId;
         // Everything that can fail (allocate) happens here, before anything changes.
         pool_.ensure_one();
         if (ids_.ensure_one(pool_)) {  // the table was rebuilt: hash, find the place again
-            key = key_of(id);
+            key = key_of(key.id);
             slot = slot_of(key);
         }
         auto p = static_cast<std::uint32_t>(price);
         auto q = static_cast<std::uint32_t>(qty);
-        if (crosses(side, p) || std::uint64_t(p) - base_ >= window_) [[unlikely]]
-            prepare(side, p, q, sink);  // room for fills, a far level: see prepare()
-        enter(key, slot, side, p, q, sink);  // cannot fail
+        bool cross = crosses(side, p);  // one comparison against the cached best
+        if (cross || std::uint64_t(p) - base_ >= window_) [[unlikely]]
+            prepare(side, p, q, cross, sink);  // room for fills, a far level: see prepare()
+        enter(key, slot, side, p, q, cross, sink);  // cannot fail
         return Reason::Ok;
     }
     // --8<-- [end:add_limit]
+    template <class Sink>
+    Reason add_limit(std::uint64_t id, Side side, std::int64_t price, std::int64_t qty,
+                     Sink&& sink) {
+        return add_limit(key_of(id), side, price, qty, sink);
+    }
 
     // The rarer operations (market, reduce, execute, replace) are not inlined: the batch
     // loop, with only add and cancel inlined, stays small enough for the compiler to keep
@@ -590,8 +595,9 @@ public:
         return Reason::Ok;  // the remainder is cancelled, never rests
     }
 
-    Reason cancel(std::uint64_t id, std::uint64_t& removed) {
-        std::uint64_t slot = slot_of(key_of(id));
+    Reason cancel(std::uint64_t id, std::uint64_t& removed) { return cancel(key_of(id), removed); }
+    Reason cancel(Key key, std::uint64_t& removed) {
+        std::uint64_t slot = slot_of(key);
         std::uint32_t i = ids_.node_at(slot);
         if (i == kNil) return Reason::UnknownId;
         removed = pool_[i].qty;
@@ -641,10 +647,11 @@ public:
         Side side = pool_[i].side;
         auto p = static_cast<std::uint32_t>(price);
         auto q = static_cast<std::uint32_t>(qty);
-        prepare(side, p, q, sink);  // may throw: before the old order leaves
+        bool cross = crosses(side, p);  // the old order, on the same side, does not matter
+        prepare(side, p, q, cross, sink);  // may throw: before the old order leaves
         remove(i, slot);  // frees a node and a hash slot, so enter() below cannot need growth
         // (and may move entries: the new id's place is looked up after it)
-        enter(new_key, slot_of(new_key), side, p, q, sink);
+        enter(new_key, slot_of(new_key), side, p, q, cross, sink);
         return Reason::Ok;
     }
     // --8<-- [end:replace]
@@ -794,6 +801,9 @@ public:
         }
     }
     // --8<-- [end:for_each_order]
+
+    // Changes when the id table re-keys, which changes every fingerprint (batch loop).
+    std::uint64_t hash_epoch() const { return ids_.rekeys(); }
 
     // Internals, for tests and the book's layout table.
     std::uint64_t window_levels() const { return window_; }
@@ -955,8 +965,9 @@ private:
     // for a price outside the window, a window move it calls for and a map node for
     // its far level. Passive orders inside the window, most of them, need none of it.
     template <class Sink>
-    [[gnu::noinline]] void prepare(Side side, std::uint32_t price, std::uint32_t qty, Sink& sink) {
-        if (crosses(side, price)) reserve_fills(sink, side, price, qty);
+    [[gnu::noinline]] void prepare(Side side, std::uint32_t price, std::uint32_t qty, bool cross,
+                                   Sink& sink) {
+        if (cross) reserve_fills(sink, side, price, qty);
         if (std::uint64_t(price) - base_ >= window_) prepare_outside(price, side);
     }
 
@@ -995,7 +1006,8 @@ private:
     // --8<-- [end:prepare]
 
     // Match, then rest any remainder at the back of its level's queue. `slot` is where
-    // the new id goes in the hash (slot_of(key)), as it was before matching.
+    // the new id goes in the hash (slot_of(key)), as it was before matching; `cross`
+    // whether the order crosses (crosses(side, price)).
     // Precondition: room for one more node and id (ensure_one(), or a remove()), and
     // prepare() done if the order crosses or its price is outside the window: then
     // nothing here allocates, and nothing can fail.
@@ -1003,8 +1015,8 @@ private:
     // restore on every passive order (the common case), which never calls match().
     template <class Sink>
     [[gnu::always_inline]] void enter(Key key, std::uint64_t slot, Side side, std::uint32_t price,
-                                      std::uint32_t qty, Sink& sink) {
-        if (crosses(side, price)) {  // one comparison against the cached best
+                                      std::uint32_t qty, bool cross, Sink& sink) {
+        if (cross) {
             qty = match(key.id, side, price, qty, sink);
             if (qty == 0) return;
             slot = slot_of(key);  // matched orders left the hash, which can move entries

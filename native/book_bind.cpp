@@ -136,19 +136,29 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
     constexpr std::size_t kNodeAhead = 4;
     constexpr std::size_t kNextAhead = 2;  // the node's queue neighbours
     constexpr std::size_t kOpsAhead = 4096 / sizeof(OpRecord);  // one page ahead
-    // Book (not MapBook) hashes each id kSlotAhead ops early for the hints, and keeps
-    // the fingerprint in a small ring for the later hints. The op itself hashes its id
-    // again (one multiply): the table may have re-keyed in between (see IdHash), which
-    // makes a fingerprint in the ring stale, harmless for a hint but not for a lookup.
+    // Book (not MapBook) hashes each id once, kSlotAhead ops early, and keeps the
+    // fingerprint in a small ring until the op itself comes round. If an add makes the
+    // id table re-key (see IdHash), every fingerprint changes: the ring is refilled.
     constexpr bool kHinted = requires { book.prefetch_slot(0u); };
     constexpr std::size_t kRing = 32;  // a power of two > kSlotAhead
     static_assert(std::has_single_bit(kRing) && kRing > kSlotAhead && kSlotAhead > kNodeAhead &&
                   kNodeAhead > kNextAhead);
     std::uint32_t fps[kRing];
+    std::uint64_t epoch = 0;
     if constexpr (kHinted) {
+        epoch = book.hash_epoch();
         for (std::size_t k = 0; k < std::min(n, kSlotAhead); ++k)
             fps[k] = book.fingerprint(ops[k].order_id);
     }
+    // After op k: if the table re-keyed, the fingerprints of ops k+1..k+kSlotAhead.
+    auto rehint = [&](std::size_t k) {
+        if constexpr (kHinted) {
+            if (book.hash_epoch() == epoch) [[likely]] return;
+            epoch = book.hash_epoch();
+            for (std::size_t j = k + 1; j < std::min(n, k + 1 + kSlotAhead); ++j)
+                fps[j % kRing] = book.fingerprint(ops[j].order_id);
+        }
+    };
     // Fills are tagged with the index of the op that made them. The sink is made once,
     // outside the loop: a sink made per op is rebuilt on the stack every time round.
     BatchSink sink{fills, at};
@@ -166,7 +176,10 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
             if (k + kNextAhead < n) book.prefetch_neighbours(fps[(k + kNextAhead) % kRing]);
         }
         const OpRecord& op = ops[k];
-        const std::uint64_t key = op.order_id;
+        auto key = [&] {
+            if constexpr (kHinted) return Key{op.order_id, fps[k % kRing]};
+            else return op.order_id;
+        }();
         at = static_cast<std::uint32_t>(k);  // n < 2^32 is checked by the caller
         Reason r;
         std::uint64_t out;
@@ -175,10 +188,11 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
         // conditional branches before a switch for the other four.
         bool add = op.op == std::uint8_t(OpCode::Limit);
         if (add || op.op == std::uint8_t(OpCode::Cancel)) {
-            if (add)
+            if (add) {
                 r = op.side > 1 ? Reason::BadSide
                                 : book.add_limit(key, Side(op.side), op.price, op.qty, sink);
-            else
+                rehint(k);
+            } else
                 r = book.cancel(key, out);
         } else switch (op.op) {
             case std::uint8_t(OpCode::Limit):
@@ -186,20 +200,21 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
                 __builtin_unreachable();  // handled above (C++23 spells it std::unreachable())
             case std::uint8_t(OpCode::Market):
                 r = op.side > 1 ? Reason::BadSide
-                                : book.add_market(key, Side(op.side), op.qty, out, sink);
+                                : book.add_market(op.order_id, Side(op.side), op.qty, out, sink);
                 break;
             case std::uint8_t(OpCode::Reduce):
-                r = book.reduce(key, op.qty, out);
+                r = book.reduce(op.order_id, op.qty, out);
                 break;
             case std::uint8_t(OpCode::Execute): {
                 if (sink.room() == 0) [[unlikely]] sink.reserve(1);  // before the trade
                 Fill f;
-                r = book.execute(key, op.qty, f);
+                r = book.execute(op.order_id, op.qty, f);
                 if (r == Reason::Ok) sink(f);
                 break;
             }
             case std::uint8_t(OpCode::Replace):
-                r = book.replace(key, op.new_order_id, op.price, op.qty, sink);
+                r = book.replace(op.order_id, op.new_order_id, op.price, op.qty, sink);
+                rehint(k);
                 break;
             default:
                 r = Reason::BadOp;
