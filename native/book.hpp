@@ -330,7 +330,7 @@ private:
     static constexpr std::uint64_t kMaxSlots = std::uint64_t(1) << 32;
     // An entry this far from home is a sign of collisions, not of bad luck: at most
     // half full, linear probing with a random-like hash puts an entry > 128 slots from
-    // home with a probability around 10^-11.
+    // home with a probability that decays exponentially in the distance (e^-24 or so).
     static constexpr std::uint64_t kLongRun = 128;
 
     void alloc_table(std::uint64_t cap) {

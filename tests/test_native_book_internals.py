@@ -15,7 +15,15 @@ import pytest
 
 import naive.book as naive
 from optimized.book import Book, Fill, MapBook, Side, layout_info
-from twinmatch.dtypes import OP_CANCEL, OP_LIMIT, OPS_DTYPE
+from twinmatch.dtypes import (
+    OP_CANCEL,
+    OP_EXECUTE,
+    OP_LIMIT,
+    OP_MARKET,
+    OP_REDUCE,
+    OP_REPLACE,
+    OPS_DTYPE,
+)
 
 MAX_PRICE = 2**32 - 1
 MAX_ID = 2**64 - 1
@@ -480,7 +488,7 @@ def test_crafted_ids_do_not_pile_up() -> None:
                                   len(more))
     more["new_order_id"] = rng.choice(np.array(crafted_ids(10_000, top=99), dtype=np.uint64),
                                       len(more))
-    more["op"] = rng.choice([OP_LIMIT, OP_CANCEL, 5], len(more), p=[0.4, 0.5, 0.1])
+    more["op"] = rng.choice([OP_LIMIT, OP_CANCEL, OP_REPLACE], len(more), p=[0.4, 0.5, 0.1])
     more["side"] = rng.integers(0, 2, len(more))
     more["price"] = rng.integers(60, 140, len(more))
     more["qty"] = rng.integers(1, 5, len(more))
@@ -534,8 +542,8 @@ def allocation_stream(n: int, seed: int) -> np.ndarray:
     ops = np.zeros(n, dtype=OPS_DTYPE)
     ops["order_id"] = rng.integers(0, n // 2, n)
     ops["new_order_id"] = rng.integers(0, n // 2, n)
-    ops["op"] = rng.choice([OP_LIMIT, OP_CANCEL, 2, 3, 4, 5], n,
-                           p=[0.55, 0.2, 0.05, 0.05, 0.05, 0.1])
+    ops["op"] = rng.choice([OP_LIMIT, OP_CANCEL, OP_MARKET, OP_REDUCE, OP_EXECUTE, OP_REPLACE],
+                           n, p=[0.55, 0.2, 0.05, 0.05, 0.05, 0.1])
     ops["side"] = rng.integers(0, 2, n)
     centre = np.where(np.arange(n) < n // 2, 10_000, 40_000)  # the market moves away
     ops["price"] = centre + rng.choice([-1, 1], n) * rng.integers(0, 30, n) * \
@@ -615,12 +623,13 @@ def test_allocation_failure_anywhere_changes_nothing_per_call() -> None:
             return b.add_limit(order_id, side, price, qty)
         if op == OP_CANCEL:
             return b.cancel(order_id)
-        if op == 2:
+        if op == OP_MARKET:
             return b.add_market(order_id, side, qty)
-        if op == 3:
+        if op == OP_REDUCE:
             return b.reduce(order_id, qty)
-        if op == 4:
+        if op == OP_EXECUTE:
             return b.execute(order_id, qty)
+        assert op == OP_REPLACE
         return b.replace(order_id, new_id, price, qty)
 
     failures = 0
