@@ -165,7 +165,7 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
     for (std::size_t k = 0; k < n; ++k) {
         if constexpr (kHinted) {
             // The op stream itself: the hardware prefetcher stops at each 4 KB page
-            // boundary, and profiles showed the loop waiting for the next op to load.
+            // boundary, so without a hint the loop may wait for the next page of ops.
             if (k + kOpsAhead < n) __builtin_prefetch(&ops[k + kOpsAhead]);
             if (k + kSlotAhead < n) {
                 std::uint32_t fp = book.fingerprint(ops[k + kSlotAhead].order_id);
