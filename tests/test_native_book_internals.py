@@ -552,8 +552,15 @@ def allocation_stream(n: int, seed: int) -> np.ndarray:
     return ops
 
 
+SMALL_BOOKS: dict[str, Any] = {
+    "optimized": lambda: Book(window_levels=64, initial_orders=16),
+    "baseline": lambda: MapBook(initial_orders=16),
+}
+
+
 @pytest.mark.timeout(300)
-def test_allocation_failure_anywhere_changes_nothing_batch() -> None:
+@pytest.mark.parametrize("kind", sorted(SMALL_BOOKS))
+def test_allocation_failure_anywhere_changes_nothing_batch(kind: str) -> None:
     """Every allocation point an operation reaches fails in turn (a test-only hook makes
     the next one throw std::bad_alloc): apply() raises BookFull at that operation, with
     the fills and rejects of the ones before it, and the book is exactly the naive
@@ -564,7 +571,7 @@ def test_allocation_failure_anywhere_changes_nothing_batch() -> None:
     want_fills, want_rejects = naive.Book().apply(ops)
     reference = naive.Book()
     done = 0  # ops the reference has applied
-    book = Book(window_levels=64, initial_orders=16)
+    book = SMALL_BOOKS[kind]()
     start, nth, failures = 0, 0, 0
     try:
         while True:
@@ -608,13 +615,14 @@ def test_allocation_failure_anywhere_changes_nothing_batch() -> None:
 
 
 @pytest.mark.timeout(300)
-def test_allocation_failure_anywhere_changes_nothing_per_call() -> None:
+@pytest.mark.parametrize("kind", sorted(SMALL_BOOKS))
+def test_allocation_failure_anywhere_changes_nothing_per_call(kind: str) -> None:
     """The same through the per-call API: each call is retried with a failure at its
     first, second, ... allocation point until it succeeds; every failed call raised
     MemoryError and left the book as it was, and the book ends as the naive twin's."""
     ops = allocation_stream(1_500, seed=5)
     ids = np.unique(np.concatenate([ops["order_id"], ops["new_order_id"]]))
-    book = Book(window_levels=64, initial_orders=16)
+    book = SMALL_BOOKS[kind]()
     reference = naive.Book()
 
     def call(b: Any, row: Any) -> Any:
