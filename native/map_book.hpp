@@ -36,11 +36,7 @@ public:
         if (ids_.contains(id)) return Reason::DuplicateId;
         // Like Book: room for the order to rest is checked before it may match.
         if (ids_.size() >= max_orders_) throw BookFull("book full: it holds max_orders resting orders");
-        auto p = static_cast<std::uint32_t>(price);
-        auto q = static_cast<std::uint32_t>(qty);
-        if (side == Side::Buy) reserve_fills(sink, side, asks_, p, q);
-        else reserve_fills(sink, side, bids_, p, q);
-        enter(id, side, p, q, sink);
+        enter(id, side, static_cast<std::uint32_t>(price), static_cast<std::uint32_t>(qty), sink);
         return Reason::Ok;
     }
 
@@ -204,18 +200,55 @@ private:
     }
     // --8<-- [end:map_match]
 
-    // Match, then rest the remainder. Everything that allocates happens first (the
-    // order's level, list node and id entry: make_room), so a throw changes nothing; the
-    // match and finish() allocate nothing (the sink was asked for room: reserve_fills).
+    // Match, then rest the remainder. An order that does not cross (most) just rests:
+    // nothing has changed before rest(), so if it throws, nothing is lost. One that
+    // crosses makes everything that allocates first (its level, list node and id entry:
+    // make_room), so a throw changes nothing; the match and finish() allocate nothing
+    // (the sink was asked for room: reserve_fills).
     template <class Sink>
     void enter(std::uint64_t id, Side side, std::uint32_t price, std::uint32_t qty, Sink& sink) {
         if (side == Side::Buy) {
+            if (asks_.empty() || asks_.begin()->first > price) {
+                rest(id, side, price, qty, bids_);
+                return;
+            }
+            reserve_fills(sink, side, asks_, price, qty);
             Pending pending = make_room(id, side, price, qty, bids_);
             finish(pending, match(id, side, asks_, price, qty, sink), bids_);
         } else {
+            if (bids_.empty() || bids_.begin()->first < price) {
+                rest(id, side, price, qty, asks_);
+                return;
+            }
+            reserve_fills(sink, side, bids_, price, qty);
             Pending pending = make_room(id, side, price, qty, asks_);
             finish(pending, match(id, side, bids_, price, qty, sink), asks_);
         }
+    }
+
+    // A passive order joins its level. Each of the three allocations may throw: what the
+    // ones before it made is undone (the checkpoints sit next to the allocations, on a
+    // path that allocates anyway).
+    template <class Levels>
+    void rest(std::uint64_t id, Side side, std::uint32_t price, std::uint32_t qty, Levels& own) {
+        alloc_checkpoint();
+        auto [lvl, made] = own.try_emplace(price);
+        Level& l = lvl->second;
+        try {
+            alloc_checkpoint();
+            l.orders.push_back(Order{id, qty});
+            try {
+                alloc_checkpoint();
+                ids_.emplace(id, Loc{side, price, &l, std::prev(l.orders.end())});
+            } catch (...) {
+                l.orders.pop_back();
+                throw;
+            }
+        } catch (...) {
+            if (made) own.erase(lvl);
+            throw;
+        }
+        l.total += qty;
     }
 
     // What a new order will need to rest, made before it matches: its level (perhaps new
