@@ -115,7 +115,7 @@ struct Node {
     std::uint32_t price;  // its level's price
     std::uint32_t next;   // next (younger) order at this price, or kNil
     std::uint32_t prev;   // previous (older) order at this price, or kNil
-    std::uint32_t fp;     // IdHash::fingerprint(id), kept so removal need not rehash
+    std::uint32_t fp;     // the id table's fingerprint of id, kept so removal need not rehash
     Side side;
     std::uint8_t pad_[3];
 };
@@ -233,7 +233,9 @@ public:
     // one falls in the largest gap left), so a run of sequential ids as long as 45% of
     // the table gets distinct home slots (a test checks several sizes and starts). The
     // fold adds the high half to the id, where mix() XORs it: adding keeps a run of
-    // consecutive ids consecutive, XOR would scatter it into pieces.
+    // consecutive ids consecutive, XOR would scatter it into pieces. (Adding maps some
+    // pairs of ids to one number, k and k + 2^64 - 2^32 + 1 for k < 2^32 - 1, never more
+    // than two: they share a fingerprint, and the id comparison tells them apart.)
     std::uint32_t fingerprint(std::uint64_t k) const {
         k += k >> 32;
         return static_cast<std::uint32_t>((k * mul_) >> 32);
@@ -347,8 +349,8 @@ private:
     // (and `grow`), re-key it if an entry landed far from home. Re-keying picks a random
     // odd multiplier: multiply-shift hashing with a random odd multiplier puts two
     // given ids in one home slot with probability at most 2 / capacity, whatever the
-    // ids, so ids chosen without knowing the multiplier cannot make long runs (except
-    // by chance). At most one re-key per table size, so re-keys cost O(1) per insert
+    // ids (but for the fold's pairs, above: at most two at a time), so ids chosen
+    // without knowing the multiplier cannot make long runs (except by chance). At most one re-key per table size, so re-keys cost O(1) per insert
     // in total. Fills and books never depend on the hash: only speed does.
     [[gnu::noinline]] bool rebuild_if_needed(NodePool& pool, bool grow) {
         std::uint64_t cap = mask_ + 1;

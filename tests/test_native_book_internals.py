@@ -666,3 +666,18 @@ def test_allocation_failure_anywhere_changes_nothing_per_call(kind: str) -> None
         fail_allocation_after(-1)
     assert state(book, ids) == state(reference, ids)
     assert failures > 50
+
+
+def test_ids_the_fold_pairs_share_a_home_and_stay_distinct() -> None:
+    """The fold (id + its high half) maps k and k + 2**64 - 2**32 + 1 to one number: they
+    share a home slot (and fingerprint), and the id comparison keeps them apart."""
+    book = Book()
+    for k in (0, 5, 2**32 - 2):
+        partner = k + 2**64 - 2**32 + 1
+        assert book.hash_home(k) == book.hash_home(partner)
+        book.add_limit(k, Side.BUY, 10, 1)
+        book.add_limit(partner, Side.BUY, 11, 2)
+        assert book.order(k) == (Side.BUY, 10, 1) and book.order(partner) == (Side.BUY, 11, 2)
+        assert book.cancel(k) == 1 and book.order(partner) == (Side.BUY, 11, 2)
+        assert book.cancel(partner) == 2
+    assert len(book) == 0
