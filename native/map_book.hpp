@@ -102,6 +102,14 @@ public:
         auto q = static_cast<std::uint32_t>(qty);
         if (side == Side::Buy) reserve_fills(sink, side, asks_, p, q);
         else reserve_fills(sink, side, bids_, p, q);
+        bool all_trades = side == Side::Buy ? fills_completely(side, asks_, p, q)
+                                            : fills_completely(side, bids_, p, q);
+        if (all_trades) {  // nothing will rest: nothing to allocate after the old one leaves
+            remove(it);
+            if (side == Side::Buy) match(new_id, side, asks_, p, q, sink);
+            else match(new_id, side, bids_, p, q, sink);
+            return Reason::Ok;
+        }
         // The new order's map entries are made before the old order leaves (enter() would
         // make them before matching anyway): if making them throws, nothing has changed.
         Pending pending = side == Side::Buy ? make_room(new_id, side, p, q, bids_)
@@ -213,6 +221,10 @@ private:
                 return;
             }
             reserve_fills(sink, side, asks_, price, qty);
+            if (fills_completely(side, asks_, price, qty)) {  // nothing will rest
+                match(id, side, asks_, price, qty, sink);
+                return;
+            }
             Pending pending = make_room(id, side, price, qty, bids_);
             finish(pending, match(id, side, asks_, price, qty, sink), bids_);
         } else {
@@ -221,6 +233,10 @@ private:
                 return;
             }
             reserve_fills(sink, side, bids_, price, qty);
+            if (fills_completely(side, bids_, price, qty)) {  // nothing will rest
+                match(id, side, bids_, price, qty, sink);
+                return;
+            }
             Pending pending = make_room(id, side, price, qty, asks_);
             finish(pending, match(id, side, bids_, price, qty, sink), asks_);
         }
@@ -307,6 +323,20 @@ private:
         }
         if (erase_entry) ids_.erase(it);
         return emptied_keep;
+    }
+
+    // Would an aggressor trade all of qty? (The levels it crosses hold that much: their
+    // totals say so without looking at the orders.)
+    template <class Levels>
+    bool fills_completely(Side side, const Levels& opposite, std::uint64_t limit,
+                          std::uint32_t qty) const {
+        std::uint64_t there = 0;
+        for (auto it = opposite.begin(); it != opposite.end(); ++it) {
+            if (side == Side::Buy ? it->first > limit : it->first < limit) return false;
+            there += it->second.total;
+            if (there >= qty) return true;
+        }
+        return false;
     }
 
     // Room in the sink for every fill an aggressor can make (as Book::reserve_fills),
