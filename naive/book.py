@@ -4,8 +4,8 @@ This file is the specification a reader learns from. Every rule the optimized tw
 (``native/book.hpp``) follows is written here first, in the plainest code that is not
 needlessly slow:
 
-* each price level is an insertion-ordered ``dict`` of order id -> order, so the
-  first key is the oldest order (FIFO) and a cancel is an O(1) ``del``;
+* each price level is an ``OrderedDict`` of order id -> order, so the first key is
+  the oldest order (FIFO), found in O(1), and a cancel is an O(1) ``del``;
 * each side keeps a sorted ``list`` of its prices (``bisect``), so the best price is
   ``prices[-1]`` for bids and ``prices[0]`` for asks;
 * one ``dict`` maps every resting order id to its order, for cancel/reduce/execute.
@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import bisect
 import enum
+import operator
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -99,29 +101,45 @@ class _Order:
 
 @dataclass(slots=True)
 class _Level:
-    """All orders at one price: a FIFO queue (insertion-ordered dict) and its total."""
+    """All orders at one price: a FIFO queue and its total.
 
-    orders: dict[int, _Order] = field(default_factory=dict)
+    An OrderedDict, not a plain dict: both remember insertion order, but a plain dict
+    finds its first key by scanning past the slots its deleted keys left at the front,
+    so taking the oldest order of a level, again and again, would cost more each time.
+    An OrderedDict keeps its keys in a linked list and finds the first in O(1).
+    """
+
+    orders: OrderedDict[int, _Order] = field(default_factory=OrderedDict)
     qty: int = 0
 # --8<-- [end:types]
 
 
-def _check_id(order_id: int) -> None:
-    """Ids are uint64, like the C++ signature: anything else is a TypeError."""
-    if not isinstance(order_id, int) or not 0 <= order_id <= MAX_ID:
-        raise TypeError(f"order id must be an int in 0..2**64-1, got {order_id!r}")
+def _integer(name: str, value: int, low: int, high: int) -> int:
+    """An integer argument as the C++ signature takes it: anything Python can use as an
+    index (int, bool, a numpy integer: ``operator.index``) that fits in low..high, as a
+    plain int. Anything else (a float, a str, a number out of range) is a TypeError."""
+    try:
+        number = operator.index(value)
+    except TypeError:
+        number = None
+    if number is None or not low <= number <= high:
+        raise TypeError(f"{name} must be an int in {low}..{high}, got {value!r}")
+    return number
 
 
-def _check_int64(name: str, value: int) -> None:
-    """Prices and quantities arrive as int64 (as in C++): outside that, a TypeError."""
-    if not isinstance(value, int) or not _INT64_MIN <= value <= _INT64_MAX:
-        raise TypeError(f"{name} must be an int that fits in 64 bits, got {value!r}")
+def _id(order_id: int) -> int:
+    """Ids are uint64, like the C++ signature."""
+    return _integer("order id", order_id, 0, MAX_ID)
+
+
+def _int64(name: str, value: int) -> int:
+    """Prices, quantities and sides arrive as int64 (as in C++)."""
+    return _integer(name, value, _INT64_MIN, _INT64_MAX)
 
 
 def _side(value: int) -> Side:
     """A side arrives as an int64 (TypeError otherwise) that must be 0 or 1 (ValueError)."""
-    _check_int64("side", value)
-    return Side(value)
+    return Side(_int64("side", value))
 
 
 class Book:
@@ -129,8 +147,7 @@ class Book:
 
     # --8<-- [start:state]
     def __init__(self, max_orders: int = MAX_ORDERS) -> None:
-        if not isinstance(max_orders, int) or not 0 <= max_orders <= 2**32 - 1:
-            raise TypeError(f"max_orders must be a uint32 int, got {max_orders!r}")
+        max_orders = _integer("max_orders", max_orders, 0, 2**32 - 1)  # a uint32 in C++
         if not 1 <= max_orders <= MAX_ORDERS:
             raise ValueError("max_orders must be in 1..2^31")
         self._max_orders = max_orders  # a memory budget: more resting orders raise BookFull
@@ -166,7 +183,7 @@ class Book:
 
     def depth(self, side: Side, levels: int) -> list[tuple[int, int, int]]:
         """(price, total qty, order count) for up to ``levels`` prices, best first."""
-        _check_int64("levels", levels)
+        levels = _int64("levels", levels)
         side = _side(side)
         prices = self._prices[side]
         best_first = reversed(prices) if side == Side.BUY else iter(prices)
@@ -179,7 +196,7 @@ class Book:
         return out
 
     def order(self, order_id: int) -> tuple[Side, int, int] | None:
-        _check_id(order_id)
+        order_id = _id(order_id)
         found = self._orders.get(order_id)
         if found is None:
             return None
@@ -203,11 +220,11 @@ class Book:
     # --8<-- [start:add_limit]
     def add_limit(self, order_id: int, side: Side, price: int, qty: int) -> list[Fill]:
         """Match against the opposite side while it crosses; rest any remainder."""
-        _check_id(order_id)
-        _check_int64("side", side)
-        _check_int64("price", price)
-        _check_int64("qty", qty)
-        side = Side(side)  # after every type check: a bad side value is a ValueError
+        order_id = _id(order_id)
+        side_number = _int64("side", side)
+        price = _int64("price", price)
+        qty = _int64("qty", qty)
+        side = Side(side_number)  # after every type check: a bad side value is a ValueError
         if not 1 <= price <= MAX_PRICE:
             raise OrderRejected(order_id, "bad_price")
         if not 1 <= qty <= MAX_QTY:
@@ -224,10 +241,10 @@ class Book:
 
     def add_market(self, order_id: int, side: Side, qty: int) -> tuple[list[Fill], int]:
         """Sweep the opposite side at any price; what finds no liquidity is cancelled."""
-        _check_id(order_id)
-        _check_int64("side", side)
-        _check_int64("qty", qty)
-        side = Side(side)
+        order_id = _id(order_id)
+        side_number = _int64("side", side)
+        qty = _int64("qty", qty)
+        side = Side(side_number)
         if not 1 <= qty <= MAX_QTY:
             raise OrderRejected(order_id, "bad_qty")
         if order_id in self._orders:
@@ -236,7 +253,7 @@ class Book:
 
     def cancel(self, order_id: int) -> int:
         """Remove a resting order; returns the quantity removed."""
-        _check_id(order_id)
+        order_id = _id(order_id)
         order = self._orders.get(order_id)
         if order is None:
             raise OrderRejected(order_id, "unknown_id")
@@ -246,21 +263,23 @@ class Book:
     # --8<-- [start:reduce]
     def reduce(self, order_id: int, qty: int) -> int:
         """Partial cancel: the order keeps its place in the queue. Returns qty left."""
-        order = self._check_take(order_id, qty)
+        order, qty = self._check_take(order_id, qty)
         self._take(order, qty)
         return order.qty
     # --8<-- [end:reduce]
 
     def execute(self, order_id: int, qty: int) -> Fill:
         """A resting order trades by id (ITCH E/C); its remainder keeps its place."""
-        order = self._check_take(order_id, qty)
+        order, qty = self._check_take(order_id, qty)
         self._take(order, qty)
-        return Fill(order_id, 0, order.price, qty, Side(1 - order.side))
+        return Fill(order.order_id, 0, order.price, qty, Side(1 - order.side))
 
-    def _check_take(self, order_id: int, qty: int) -> _Order:
-        """The checks reduce and execute share: qty, then id, then enough resting."""
-        _check_id(order_id)
-        _check_int64("qty", qty)
+    def _check_take(self, order_id: int, qty: int) -> tuple[_Order, int]:
+        """The checks reduce and execute share: qty, then id, then enough resting.
+
+        Returns the order and the quantity as a plain int."""
+        order_id = _id(order_id)
+        qty = _int64("qty", qty)
         if not 1 <= qty <= MAX_QTY:
             raise OrderRejected(order_id, "bad_qty")
         order = self._orders.get(order_id)
@@ -268,15 +287,15 @@ class Book:
             raise OrderRejected(order_id, "unknown_id")
         if qty > order.qty:
             raise OrderRejected(order_id, "over_reduce")
-        return order
+        return order, qty
 
     # --8<-- [start:replace]
     def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
         """ITCH U: the old order leaves; a new one (same side) enters at the back."""
-        _check_id(order_id)
-        _check_id(new_order_id)
-        _check_int64("price", price)
-        _check_int64("qty", qty)
+        order_id = _id(order_id)
+        new_order_id = _id(new_order_id)
+        price = _int64("price", price)
+        qty = _int64("qty", qty)
         if not 1 <= price <= MAX_PRICE:
             raise OrderRejected(order_id, "bad_price")
         if not 1 <= qty <= MAX_QTY:

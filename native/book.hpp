@@ -17,13 +17,16 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <new>
+#include <random>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -36,22 +39,42 @@
 
 namespace twinmatch {
 
-// malloc for the big tables that are probed at random (the id hash): from 2 MB up,
-// ask Linux for 2 MB pages ("transparent huge pages"), so that a random probe does
-// not also miss the TLB (a 4 KB page covers only 512 slots). Freed with std::free.
+// Test-only allocation failure: tests/test_native_book_internals.py sets a countdown
+// (optimized._native._fail_allocation_after) and the allocation point it reaches zero
+// at throws std::bad_alloc, as if memory had run out there. Every allocation point
+// of the books calls alloc_checkpoint() first; all of them are on slow paths (growth,
+// a far level, a window move, a sink running out of room), so the load and the branch
+// on a counter that is -1 (off) never run on the hot path.
+inline std::atomic<std::int64_t> g_alloc_countdown{-1};
+inline void alloc_checkpoint() {
+    if (g_alloc_countdown.load(std::memory_order_relaxed) < 0) [[likely]] return;
+    if (g_alloc_countdown.fetch_sub(1, std::memory_order_relaxed) == 0) throw std::bad_alloc();
+}
+
+// malloc for the big arrays (the node pool, the id hash), aligned to a 64-byte cache
+// line, so that a 32-byte node never straddles two lines. From 2 MB up, aligned to
+// 2 MB and Linux is asked for 2 MB pages ("transparent huge pages"), so that a random
+// probe does not also miss the TLB (a 4 KB page covers only 128 nodes or 512 slots).
+// Freed with std::free.
+inline constexpr std::size_t kPoolAlign = 64;
+inline constexpr std::size_t kHugePage = std::size_t(2) << 20;
 inline void* alloc_big(std::size_t bytes) {
-    constexpr std::size_t kHuge = std::size_t(2) << 20;
-    void* p = nullptr;
-    if (bytes >= kHuge) {
-        p = std::aligned_alloc(kHuge, (bytes + kHuge - 1) / kHuge * kHuge);
-#if defined(__linux__) && defined(MADV_HUGEPAGE)
-        if (p != nullptr) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure is harmless
-#endif
-    } else {
-        p = std::malloc(bytes);
-    }
+    alloc_checkpoint();
+    std::size_t align = bytes >= kHugePage ? kHugePage : kPoolAlign;
+    // aligned_alloc wants a size that is a multiple of the alignment.
+    void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
     if (p == nullptr) throw std::bad_alloc();
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (align == kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure is harmless
+#endif
     return p;
+}
+
+// The largest power of two (up to 2 MB) that divides an address: for the tests that
+// check the alignment promised above.
+inline std::uint64_t address_alignment(const void* p) {
+    auto a = reinterpret_cast<std::uintptr_t>(p);
+    return std::min<std::uint64_t>(a & (~a + 1), kHugePage);
 }
 
 inline constexpr std::uint32_t kNil = std::numeric_limits<std::uint32_t>::max();
@@ -83,15 +106,16 @@ struct Fill {
 };
 
 // --8<-- [start:node]
-// One resting order. 32 bytes, so two fit in a 64-byte cache line; links are
-// 32-bit pool indices instead of 64-bit pointers, which is what makes it fit.
+// One resting order. 32 bytes, so two fit in a 64-byte cache line (the pool is
+// allocated line-aligned, so none straddles two); links are 32-bit pool indices
+// instead of 64-bit pointers, which is what makes it fit.
 struct Node {
     std::uint64_t id;     // the order id (any uint64)
     std::uint32_t qty;    // quantity still resting
     std::uint32_t price;  // its level's price
     std::uint32_t next;   // next (younger) order at this price, or kNil
     std::uint32_t prev;   // previous (older) order at this price, or kNil
-    std::uint32_t fp;     // IdHash::fingerprint(id), kept so removal need not rehash
+    std::uint32_t fp;     // the id table's fingerprint of id, kept so removal need not rehash
     Side side;
     std::uint8_t pad_[3];
 };
@@ -110,8 +134,10 @@ static_assert(sizeof(Level) == 24);
 
 // --8<-- [start:pool]
 // A growable array of nodes addressed by uint32 index, with a free list threaded
-// through the `next` field of free nodes. realloc is fine: Node is trivially
-// copyable, and everyone holds indices, never pointers, across a growth.
+// through the `next` field of free nodes. The array starts on a cache-line boundary
+// (alloc_big), so with 32-byte nodes every node lies inside one line. Growing copies
+// the nodes into a new array: Node is trivially copyable, and everyone holds indices,
+// never pointers, across a growth.
 class NodePool {
 public:
     // At most `limit` nodes (kNil is reserved as "no node", so 2^32-1 at most).
@@ -147,6 +173,7 @@ public:
     void clear() { used_ = 0; free_head_ = kNil; }
     std::uint32_t capacity() const { return cap_; }
     std::uint32_t high_water() const { return used_; }
+    const Node* data() const { return nodes_; }
 
 private:
     void grow() {
@@ -155,9 +182,11 @@ private:
         reserve(static_cast<std::uint32_t>(want));
     }
     void reserve(std::uint32_t n) {
-        void* p = std::realloc(nodes_, std::size_t(n) * sizeof(Node));
-        if (p == nullptr) throw std::bad_alloc();
-        nodes_ = static_cast<Node*>(p);
+        auto* p = static_cast<Node*>(alloc_big(std::size_t(n) * sizeof(Node)));  // may throw
+        if (nodes_ != nullptr)  // node 0 too, even before it is handed out
+            std::memcpy(p, nodes_, std::size_t(std::max<std::uint32_t>(used_, 1)) * sizeof(Node));
+        std::free(nodes_);
+        nodes_ = p;
         cap_ = n;
     }
     Node* nodes_ = nullptr;
@@ -171,13 +200,13 @@ private:
 // --8<-- [start:hash]
 // Order id -> node index. Open addressing with linear probing in a power-of-two
 // table kept at most half full. A slot is 8 bytes: the node index and a 32-bit
-// fingerprint of the id (see fingerprint()). The id itself is
-// not stored: a fingerprint match is confirmed against the node's id, which the
-// caller is about to read anyway. Small slots mean the table of a busy book stays
-// in cache. The home slot is fingerprint & mask, so growing or shifting entries
-// never needs the id. Any uint64 is a valid id (0 and 2^64-1 too): emptiness is
-// marked by node == kNil, never by a special id. Deletion shifts later entries of
-// the probe run back ("backward shift"), so there are no tombstones.
+// fingerprint of the id (see fingerprint()). The id itself is not stored: a
+// fingerprint match is confirmed against the node's id, which the caller is about to
+// read anyway. Small slots mean the table of a busy book stays in cache. The home
+// slot is the fingerprint's top bits, so growing or shifting entries never needs the
+// id. Any uint64 is a valid id (0 and 2^64-1 too): emptiness is marked by
+// node == kNil, never by a special id. Deletion shifts later entries of the probe
+// run back ("backward shift"), so there are no tombstones.
 class IdHash {
 public:
     explicit IdHash(std::uint32_t expected) {
@@ -189,32 +218,38 @@ public:
     IdHash(const IdHash&) = delete;
     IdHash& operator=(const IdHash&) = delete;
 
-    // Fibonacci hashing: fold the high half into the low half (so ids differing only
-    // in their high bits still differ), then multiply by 2^64 / golden ratio and keep
-    // the high bits. Exchanges number orders in sequence, and consecutive ids then
-    // land as evenly spread as points can be (each new one in the largest gap left),
-    // so even a well-filled table has almost no collisions for them: a 200,000-order
-    // book ran add+cancel 2x faster than with MurmurHash3's finaliser, which scatters
-    // sequential ids like random ones. Random ids fare the same with either.
+    // 2^64 / golden ratio, made odd: Fibonacci hashing's multiplier.
+    static constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
+    // Fibonacci hashing (used as is by the market's reference map): fold the high half
+    // into the low half (so ids differing only in their high bits still differ), then
+    // multiply by 2^64 / golden ratio; the top bits of the product are the hash.
     static std::uint64_t mix(std::uint64_t k) {
         k ^= k >> 32;
-        return k * 0x9E3779B97F4A7C15ULL;
+        return k * kGolden;
     }
-    // The fingerprint, whose low bits are the home slot: every id is placed on its
-    // own. (Giving runs of sequential ids neighbouring slots, as Python's dict does,
-    // was measured slower: live ids then sit in long runs, and every erase walks to
-    // the end of its run with a loop whose exit the CPU cannot predict.)
-    static std::uint32_t fingerprint(std::uint64_t k) {
-        return static_cast<std::uint32_t>(mix(k) >> 32);
+    // The fingerprint: the top 32 bits of the folded id times this table's multiplier.
+    // Exchanges number orders in sequence, and with the golden-ratio multiplier the top
+    // bits of consecutive ids' products are spread as evenly as points can be (each new
+    // one falls in the largest gap left), so a run of sequential ids as long as 45% of
+    // the table gets distinct home slots (a test checks several sizes and starts). The
+    // fold adds the high half to the id, where mix() XORs it: adding keeps a run of
+    // consecutive ids consecutive, XOR would scatter it into pieces. (Adding maps some
+    // pairs of ids to one number, k and k + 2^64 - 2^32 + 1 for k < 2^32 - 1, never more
+    // than two: they share a fingerprint, and the id comparison tells them apart.)
+    std::uint32_t fingerprint(std::uint64_t k) const {
+        k += k >> 32;
+        return static_cast<std::uint32_t>((k * mul_) >> 32);
     }
-    std::uint64_t home(std::uint64_t key) const { return fingerprint(key) & mask_; }
+    // The home slot: the fingerprint's top log2(capacity) bits, i.e. the product's top
+    // bits (its low bits depend only on the id's low bits, and would collide).
+    std::uint64_t home(std::uint32_t fp) const { return fp >> shift_; }
 
-    // Every lookup takes the fingerprint as well as the id: the batch loop computes it
-    // once per operation (for its prefetch) and hands it down, instead of rehashing.
+    // Every lookup takes the fingerprint as well as the id: the caller computed it once
+    // per operation and hands it down, instead of rehashing.
     // The answer is a slot: the one holding the id, or the empty slot that ends its probe
     // run (node_at() is then kNil). Keeping the slot lets a cancel erase it directly.
     std::uint64_t slot_of(std::uint64_t key, std::uint32_t fp, const NodePool& pool) const {
-        for (std::uint64_t i = fp & mask_;; i = (i + 1) & mask_) {
+        for (std::uint64_t i = home(fp);; i = (i + 1) & mask_) {
             Slot s = slots_[i];
             if (s.node == kNil || (s.fp == fp && pool[s.node].id == key)) return i;
         }
@@ -224,22 +259,34 @@ public:
         return node_at(slot_of(key, fp, pool));
     }
     // Called before an operation changes anything: afterwards insert_at() cannot fail.
-    // Returns true if the table grew, which moves every entry (earlier slots are stale).
-    bool ensure_one() {
+    // Returns true if the table was rebuilt (grown or re-keyed), which moves every entry
+    // and may change every fingerprint: earlier slots and fingerprints are stale.
+    bool ensure_one(NodePool& pool) {
         if (size_ < grow_at_) [[likely]] return false;  // room for one more, at most half full
-        if (mask_ + 1 >= kMaxSlots) throw BookFull("book full: the order id table holds 2^31 ids");
-        rehash((mask_ + 1) * 2);
-        return true;
+        return rebuild_if_needed(pool, true);
+    }
+    // The same, for an operation that frees a slot before it takes one (replace): only a
+    // pending re-key (see insert_at) is done, never a growth.
+    bool ensure_keyed(NodePool& pool) {
+        if (!long_run_) [[likely]] return false;
+        return rebuild_if_needed(pool, false);
     }
     // Put an absent id in `slot`: the empty slot that slot_of() returned for it, with no
     // insert or erase since (so the lookup that rejected duplicates also places the id).
     void insert_at(std::uint64_t slot, std::uint32_t fp, std::uint32_t node) {
         slots_[slot] = Slot{fp, node};
         ++size_;
+        // Far from home: ids that collide (crafted ones do: the multiplier is public) pile
+        // up in one probe run, and every operation on them walks it. Have the next
+        // ensure_one() re-key the table with a random multiplier instead.
+        if (((slot - home(fp)) & mask_) > kLongRun) [[unlikely]] {
+            long_run_ = true;
+            grow_at_ = 0;  // sends the next ensure_one() to the slow path
+        }
     }
     // Forget the entry with fingerprint fp that maps to `node` (no id comparison needed).
     void erase(std::uint32_t fp, std::uint32_t node) {
-        std::uint64_t i = fp & mask_;
+        std::uint64_t i = home(fp);
         while (slots_[i].node != node) i = (i + 1) & mask_;
         erase_at(i);
     }
@@ -248,7 +295,7 @@ public:
         // Backward shift: walk the rest of the run; an entry may move into the hole
         // at i only if i lies between its home slot and where it sits now.
         for (std::uint64_t j = (i + 1) & mask_; slots_[j].node != kNil; j = (j + 1) & mask_) {
-            std::uint64_t h = slots_[j].fp & mask_;
+            std::uint64_t h = home(slots_[j].fp);
             if (((j - h) & mask_) >= ((j - i) & mask_)) {
                 slots_[i] = slots_[j];
                 i = j;
@@ -264,44 +311,117 @@ public:
     std::uint64_t capacity() const { return mask_ + 1; }
     std::uint64_t size() const { return size_; }
     // Batch hint: start loading the home slot of a fingerprint.
-    void prefetch(std::uint32_t fp) const { __builtin_prefetch(&slots_[fp & mask_]); }
+    void prefetch(std::uint32_t fp) const { __builtin_prefetch(&slots_[home(fp)]); }
     // The node in a fingerprint's home slot (kNil if empty): for the node prefetch.
-    std::uint32_t home_node(std::uint32_t fp) const { return slots_[fp & mask_].node; }
+    std::uint32_t home_node(std::uint32_t fp) const { return slots_[home(fp)].node; }
+
+    // Internals, for tests: how far entries sit from their home slot, and re-keys.
+    std::uint64_t rekeys() const { return rekeys_; }
+    bool keyed() const { return mul_ != kGolden; }
+    std::uint64_t max_displacement() const { return displacement(true); }
+    std::uint64_t total_displacement() const { return displacement(false); }
+    const void* data() const { return slots_; }
 
 private:
     struct Slot {
-        std::uint32_t fp;    // fingerprint(id); its low bits are the home slot
+        std::uint32_t fp;    // fingerprint(id); its top bits are the home slot
         std::uint32_t node;  // node index, or kNil when the slot is empty
     };
     static_assert(sizeof(Slot) == 8);
     // The home slot comes from the 32-bit fingerprint, so at most 2^32 slots.
     static constexpr std::uint64_t kMaxSlots = std::uint64_t(1) << 32;
+    // An entry this far from home is a sign of collisions, not of bad luck: at most
+    // half full, linear probing with a random-like hash puts an entry > 128 slots from
+    // home with a probability that decays exponentially in the distance (e^-24 or so).
+    static constexpr std::uint64_t kLongRun = 128;
 
     void alloc_table(std::uint64_t cap) {
-        auto* p = static_cast<Slot*>(alloc_big(cap * sizeof(Slot)));
+        auto* p = static_cast<Slot*>(alloc_big(cap * sizeof(Slot)));  // throws before changes
         for (std::uint64_t i = 0; i < cap; ++i) p[i].node = kNil;
         slots_ = p;
         mask_ = cap - 1;
+        shift_ = 32 - static_cast<std::uint32_t>(std::countr_zero(cap));
         grow_at_ = cap / 2;
         size_ = 0;
     }
-    void rehash(std::uint64_t cap) {
+
+    // The slow path of ensure_one() / ensure_keyed(): grow the table if it is half full
+    // (and `grow`), re-key it if an entry landed far from home. Re-keying picks a random
+    // odd multiplier: multiply-shift hashing with a random odd multiplier puts two
+    // given ids in one home slot with probability at most 2 / capacity, whatever the
+    // ids (but for the fold's pairs, above: at most two at a time), so ids chosen
+    // without knowing the multiplier cannot make long runs (except by chance). At most one re-key per table size, so re-keys cost O(1) per insert
+    // in total. Fills and books never depend on the hash: only speed does.
+    [[gnu::noinline]] bool rebuild_if_needed(NodePool& pool, bool grow) {
+        std::uint64_t cap = mask_ + 1;
+        bool rekey = long_run_ && rekeyed_at_ != cap;
+        grow = grow && size_ >= cap / 2;
+        if (grow && cap >= kMaxSlots) throw BookFull("book full: the order id table holds 2^31 ids");
+        if (!rekey && !grow) {
+            long_run_ = false;  // this size was re-keyed already: live with it
+            grow_at_ = cap / 2;
+            return false;
+        }
+        rebuild(grow ? cap * 2 : cap, rekey ? random_multiplier() : mul_, pool);
+        if (rekey) {
+            rekeyed_at_ = mask_ + 1;
+            ++rekeys_;
+        }
+        long_run_ = false;
+        return true;
+    }
+    static std::uint64_t random_multiplier() {
+        std::uint64_t m;
+        try {
+            std::random_device rd;
+            m = (std::uint64_t(rd()) << 32) ^ rd();
+        } catch (const std::exception&) {  // no entropy source: the clock will do
+            m = static_cast<std::uint64_t>(
+                std::chrono::steady_clock::now().time_since_epoch().count());
+            m = mix(m ^ (m >> 29));
+        }
+        return m | 1;  // odd, so multiplying is a bijection
+    }
+    // Move every entry into a new table of `cap` slots hashed with multiplier `mul`.
+    // A new multiplier changes every fingerprint, so each is recomputed from the node's
+    // id and written back to the node.
+    void rebuild(std::uint64_t cap, std::uint64_t mul, NodePool& pool) {
         Slot* old = slots_;
         std::uint64_t old_cap = mask_ + 1;
+        std::uint64_t old_size = size_;
         alloc_table(cap);  // throws before anything is lost
+        bool rekey = mul != mul_;
+        mul_ = mul;
         for (std::uint64_t i = 0; i < old_cap; ++i) {
-            if (old[i].node == kNil) continue;
-            std::uint64_t j = old[i].fp & mask_;
+            Slot s = old[i];
+            if (s.node == kNil) continue;
+            if (rekey) s.fp = pool[s.node].fp = fingerprint(pool[s.node].id);
+            std::uint64_t j = home(s.fp);
             while (slots_[j].node != kNil) j = (j + 1) & mask_;
-            slots_[j] = old[i];
-            ++size_;
+            slots_[j] = s;
         }
+        size_ = old_size;
         std::free(old);
+    }
+    std::uint64_t displacement(bool max) const {
+        std::uint64_t most = 0, total = 0;
+        for (std::uint64_t i = 0; i <= mask_; ++i) {
+            if (slots_[i].node == kNil) continue;
+            std::uint64_t d = (i - home(slots_[i].fp)) & mask_;
+            most = std::max(most, d);
+            total += d;
+        }
+        return max ? most : total;
     }
     Slot* slots_ = nullptr;
     std::uint64_t mask_ = 0;
     std::uint64_t size_ = 0;
     std::uint64_t grow_at_ = 0;  // capacity / 2: the size at which ensure_one() grows
+    std::uint64_t mul_ = kGolden;  // the multiplier; random once re-keyed
+    std::uint32_t shift_ = 0;      // 32 - log2(capacity): fingerprint >> shift_ is home
+    bool long_run_ = false;        // an insert landed > kLongRun from home
+    std::uint64_t rekeyed_at_ = 0;  // the capacity the last re-key was made at
+    std::uint64_t rekeys_ = 0;
 };
 // --8<-- [end:hash]
 
@@ -391,14 +511,12 @@ private:
 };
 // --8<-- [end:bitset]
 
-// An order id together with its hash fingerprint. A plain id converts implicitly
-// (computing the fingerprint), so `book.cancel(42, out)` just works; the batch loop
-// builds Keys itself because it already computed the fingerprint to prefetch with.
+// An order id together with its hash fingerprint, which each operation computes once
+// (Book::key_of) and hands down to every lookup it makes. The batch loop computes it a
+// few operations early, for its prefetch, and passes Keys to add_limit and cancel.
 struct Key {
     std::uint64_t id;
     std::uint32_t fp;
-    Key(std::uint64_t i) : id(i), fp(IdHash::fingerprint(i)) {}  // implicit on purpose
-    Key(std::uint64_t i, std::uint32_t f) : id(i), fp(f) {}
 };
 
 // The result of depth(): (price, total qty, order count), best first.
@@ -442,30 +560,44 @@ public:
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
         std::uint64_t slot = slot_of(key);  // where the id is, or where it would go
         if (ids_.node_at(slot) != kNil) return Reason::DuplicateId;
-        // All growth happens here, before anything changes.
+        // Everything that can fail (allocate) happens here, before anything changes.
         pool_.ensure_one();
-        if (ids_.ensure_one()) slot = slot_of(key);  // the table grew: find the place again
-        enter(key, slot, side, static_cast<std::uint32_t>(price), static_cast<std::uint32_t>(qty),
-              sink);
+        if (ids_.ensure_one(pool_)) {  // the table was rebuilt: hash, find the place again
+            key = key_of(key.id);
+            slot = slot_of(key);
+        }
+        auto p = static_cast<std::uint32_t>(price);
+        auto q = static_cast<std::uint32_t>(qty);
+        bool cross = crosses(side, p);  // one comparison against the cached best
+        if (cross || std::uint64_t(p) - base_ >= window_) [[unlikely]]
+            prepare(side, p, q, cross, sink);  // room for fills, a far level: see prepare()
+        enter(key, slot, side, p, q, cross, sink);  // cannot fail
         return Reason::Ok;
     }
     // --8<-- [end:add_limit]
+    template <class Sink>
+    Reason add_limit(std::uint64_t id, Side side, std::int64_t price, std::int64_t qty,
+                     Sink&& sink) {
+        return add_limit(key_of(id), side, price, qty, sink);
+    }
 
     // The rarer operations (market, reduce, execute, replace) are not inlined: the batch
-    // loop, with only add and cancel inlined, is small enough for the compiler to keep
-    // its values in registers (measured: a few percent faster, though each rare op now
-    // pays for a call).
+    // loop, with only add and cancel inlined, stays small enough for the compiler to keep
+    // its values in registers, and each rare op pays for a call instead.
     template <class Sink>
-    [[gnu::noinline]] Reason add_market(Key key, Side side, std::int64_t qty, std::uint64_t& unfilled,
-                      Sink&& sink) {
+    [[gnu::noinline]] Reason add_market(std::uint64_t id, Side side, std::int64_t qty,
+                                        std::uint64_t& unfilled, Sink&& sink) {
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        if (find(key) != kNil) return Reason::DuplicateId;
+        if (find(key_of(id)) != kNil) return Reason::DuplicateId;
         // The loosest limits a price can cross: any ask is <= kMaxPrice, any bid >= 1.
         std::uint64_t limit = side == Side::Buy ? kMaxPrice : 1;
-        unfilled = match(key.id, side, limit, static_cast<std::uint32_t>(qty), sink);
+        auto q = static_cast<std::uint32_t>(qty);
+        reserve_fills(sink, side, limit, q);  // may throw, before anything changes
+        unfilled = match(id, side, limit, q, sink);
         return Reason::Ok;  // the remainder is cancelled, never rests
     }
 
+    Reason cancel(std::uint64_t id, std::uint64_t& removed) { return cancel(key_of(id), removed); }
     Reason cancel(Key key, std::uint64_t& removed) {
         std::uint64_t slot = slot_of(key);
         std::uint32_t i = ids_.node_at(slot);
@@ -476,9 +608,9 @@ public:
     }
 
     // --8<-- [start:reduce]
-    [[gnu::noinline]] Reason reduce(Key key, std::int64_t qty, std::uint64_t& left) {
+    [[gnu::noinline]] Reason reduce(std::uint64_t id, std::int64_t qty, std::uint64_t& left) {
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        std::uint64_t slot = slot_of(key);
+        std::uint64_t slot = slot_of(key_of(id));
         std::uint32_t i = ids_.node_at(slot);
         if (i == kNil) return Reason::UnknownId;
         if (std::uint64_t(qty) > pool_[i].qty) return Reason::OverReduce;
@@ -486,14 +618,14 @@ public:
         return Reason::Ok;
     }
 
-    [[gnu::noinline]] Reason execute(Key key, std::int64_t qty, Fill& fill) {
+    [[gnu::noinline]] Reason execute(std::uint64_t id, std::int64_t qty, Fill& fill) {
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
-        std::uint64_t slot = slot_of(key);
+        std::uint64_t slot = slot_of(key_of(id));
         std::uint32_t i = ids_.node_at(slot);
         if (i == kNil) return Reason::UnknownId;
         const Node& n = pool_[i];
         if (std::uint64_t(qty) > n.qty) return Reason::OverReduce;
-        fill = Fill{key.id, 0, n.price, static_cast<std::uint32_t>(qty), opposite(n.side)};
+        fill = Fill{id, 0, n.price, static_cast<std::uint32_t>(qty), opposite(n.side)};
         take(i, slot, static_cast<std::uint32_t>(qty));
         return Reason::Ok;
     }
@@ -504,18 +636,24 @@ public:
     // old_id leaves; new_id (same side) enters at price/qty with fresh time priority
     // and may match. new_id may equal old_id.
     template <class Sink>
-    [[gnu::noinline]] Reason replace(Key old_key, Key new_key, std::int64_t price, std::int64_t qty, Sink&& sink) {
+    [[gnu::noinline]] Reason replace(std::uint64_t old_id, std::uint64_t new_id,
+                                     std::int64_t price, std::int64_t qty, Sink&& sink) {
         if (price < 1 || price > kMaxPrice) return Reason::BadPrice;
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
+        ids_.ensure_keyed(pool_);  // a pending re-key, before any fingerprint is taken
+        Key old_key = key_of(old_id), new_key = key_of(new_id);
         std::uint64_t slot = slot_of(old_key);
         std::uint32_t i = ids_.node_at(slot);
         if (i == kNil) return Reason::UnknownId;
-        if (new_key.id != old_key.id && find(new_key) != kNil) return Reason::DuplicateId;
+        if (new_id != old_id && find(new_key) != kNil) return Reason::DuplicateId;
         Side side = pool_[i].side;
+        auto p = static_cast<std::uint32_t>(price);
+        auto q = static_cast<std::uint32_t>(qty);
+        bool cross = crosses(side, p);  // the old order, on the same side, does not matter
+        prepare(side, p, q, cross, sink);  // may throw: before the old order leaves
         remove(i, slot);  // frees a node and a hash slot, so enter() below cannot need growth
         // (and may move entries: the new id's place is looked up after it)
-        enter(new_key, slot_of(new_key), side, static_cast<std::uint32_t>(price),
-              static_cast<std::uint32_t>(qty), sink);
+        enter(new_key, slot_of(new_key), side, p, q, cross, sink);
         return Reason::Ok;
     }
     // --8<-- [end:replace]
@@ -531,8 +669,8 @@ public:
         qty = level_of(price, side)->total;
         return price;
     }
-    bool order(Key key, Side& side, std::uint32_t& price, std::uint32_t& qty) const {
-        std::uint32_t i = find(key);
+    bool order(std::uint64_t id, Side& side, std::uint32_t& price, std::uint32_t& qty) const {
+        std::uint32_t i = find(key_of(id));
         if (i == kNil) return false;
         const Node& n = pool_[i];
         side = n.side;
@@ -543,9 +681,9 @@ public:
 
     // Levels of one side, best first: the window's levels (walked with the bitset)
     // merged with the far levels of the std::map, which may lie on either side of it.
-    template <class Out>
-    void depth(Side side, std::int64_t max_levels, Out&& out) const {
-        if (max_levels <= 0) return;
+    // Calls f(price, level) until it returns false.
+    template <class F>
+    void for_each_level(Side side, F&& f) const {
         const LevelBitset& bits = bits_[idx(side)];
         const auto& far = far_[idx(side)];
         std::uint64_t w = LevelBitset::npos;
@@ -553,26 +691,34 @@ public:
         // Far levels in best-first order: descending for bids, ascending for asks.
         auto fa = far.begin();
         auto fd = far.rbegin();
-        auto far_done = [&] { return side == Side::Buy ? fd == far.rend() : fa == far.end(); };
-        std::int64_t emitted = 0;
-        while (emitted < max_levels) {
+        for (;;) {
             bool have_w = w != LevelBitset::npos;
-            bool have_f = !far_done();
-            if (!have_w && !have_f) break;
+            bool have_f = side == Side::Buy ? fd != far.rend() : fa != far.end();
+            if (!have_w && !have_f) return;
             std::uint32_t fp = have_f ? (side == Side::Buy ? fd->first : fa->first) : 0;
             std::uint32_t wp = have_w ? static_cast<std::uint32_t>(base_ + w) : 0;
-            bool take_w = have_w && (!have_f || (side == Side::Buy ? wp > fp : wp < fp));
-            if (take_w) {
-                const Level& l = levels_[w];
-                out(DepthRow{wp, l.total, l.count});
+            if (have_w && (!have_f || (side == Side::Buy ? wp > fp : wp < fp))) {
+                if (!f(wp, levels_[w])) return;
                 w = side == Side::Buy ? bits.prev_below(w) : bits.next_above(w);
+            } else if (side == Side::Buy) {
+                if (!f(fp, fd->second)) return;
+                ++fd;
             } else {
-                const Level& l = side == Side::Buy ? fd->second : fa->second;
-                out(DepthRow{fp, l.total, l.count});
-                if (side == Side::Buy) ++fd; else ++fa;
+                if (!f(fp, fa->second)) return;
+                ++fa;
             }
-            ++emitted;
         }
+    }
+
+    // The result of depth(): up to max_levels rows (price, total qty, order count).
+    template <class Out>
+    void depth(Side side, std::int64_t max_levels, Out&& out) const {
+        if (max_levels <= 0) return;
+        std::int64_t emitted = 0;
+        for_each_level(side, [&](std::uint32_t price, const Level& l) {
+            out(DepthRow{price, l.total, l.count});
+            return ++emitted < max_levels;
+        });
     }
 
     // Empty the book, keeping the pool, hash table and window allocated.
@@ -593,6 +739,9 @@ public:
     }
 
     // --8<-- [start:prefetch]
+    // The fingerprint of an id, for the hints below (it changes if the table re-keys,
+    // and a hint computed before that is only a wasted load).
+    std::uint32_t fingerprint(std::uint64_t id) const { return ids_.fingerprint(id); }
     // A batch-only hint: apply() knows the next operations, so it asks the memory
     // system for an id's hash slot several ops ahead (given its fingerprint). It
     // changes nothing; in a big book it turns a cache miss per new id into a hit.
@@ -655,6 +804,9 @@ public:
     }
     // --8<-- [end:for_each_order]
 
+    // Changes when the id table re-keys, which changes every fingerprint (batch loop).
+    std::uint64_t hash_epoch() const { return ids_.rekeys(); }
+
     // Internals, for tests and the book's layout table.
     std::uint64_t window_levels() const { return window_; }
     std::uint64_t window_base() const { return base_; }
@@ -663,7 +815,13 @@ public:
     std::uint32_t pool_capacity() const { return pool_.capacity(); }
     std::uint32_t pool_high_water() const { return pool_.high_water(); }
     std::uint64_t hash_capacity() const { return ids_.capacity(); }
-    std::uint64_t hash_home(std::uint64_t id) const { return ids_.home(id); }
+    std::uint64_t hash_home(std::uint64_t id) const { return ids_.home(ids_.fingerprint(id)); }
+    std::uint64_t hash_rekeys() const { return ids_.rekeys(); }
+    bool hash_keyed() const { return ids_.keyed(); }
+    std::uint64_t hash_max_displacement() const { return ids_.max_displacement(); }
+    std::uint64_t hash_total_displacement() const { return ids_.total_displacement(); }
+    std::uint64_t pool_alignment() const { return address_alignment(pool_.data()); }
+    std::uint64_t hash_alignment() const { return address_alignment(ids_.data()); }
 
 private:
     static std::uint32_t check_max_orders(std::uint32_t m) {
@@ -677,6 +835,7 @@ private:
         return w;
     }
     static int idx(Side s) { return s == Side::Buy ? 0 : 1; }
+    Key key_of(std::uint64_t id) const { return Key{id, ids_.fingerprint(id)}; }
     std::uint32_t find(Key key) const { return ids_.find(key.id, key.fp, pool_); }
     std::uint64_t slot_of(Key key) const { return ids_.slot_of(key.id, key.fp, pool_); }
 
@@ -801,15 +960,65 @@ private:
     }
     // --8<-- [end:match]
 
+    // --8<-- [start:prepare]
+    // Entering an order does everything that can fail first, before anything changes
+    // (the strong guarantee: an operation that throws leaves the book as it was). What
+    // can fail is allocation: room in the sink for the fills the order can make, and
+    // for a price outside the window, a window move it calls for and a map node for
+    // its far level. Passive orders inside the window, most of them, need none of it.
+    template <class Sink>
+    [[gnu::noinline]] void prepare(Side side, std::uint32_t price, std::uint32_t qty, bool cross,
+                                   Sink& sink) {
+        if (cross) reserve_fills(sink, side, price, qty);
+        if (std::uint64_t(price) - base_ >= window_) prepare_outside(price, side);
+    }
+
+    // A sink that can say how much room it has and make more (the batch loop's, the
+    // per-call API's) is asked for room for every fill first. An aggressor trades each
+    // resting order at most once, and at least one unit each time, so it makes at most
+    // min(qty, resting orders) fills; only when the sink has less room than that are
+    // they counted exactly (levels wholly taken count in O(1) from their totals).
+    template <class Sink>
+    void reserve_fills(Sink& sink, Side side, std::uint64_t limit, std::uint32_t qty) {
+        if constexpr (requires { sink.room(); sink.reserve(std::size_t{}); }) {
+            if (sink.room() >= std::min<std::uint64_t>(qty, ids_.size())) [[likely]] return;
+            sink.reserve(count_fills(side, limit, qty));
+        }
+    }
+    // How many fills an aggressor would make, without making them.
+    std::size_t count_fills(Side side, std::uint64_t limit, std::uint32_t qty) const {
+        Side rest = opposite(side);
+        std::size_t fills = 0;
+        std::uint64_t left = qty;
+        for_each_level(rest, [&](std::uint32_t price, const Level& l) {
+            if (price_key(rest, price) < price_key(rest, limit)) return false;  // no cross
+            if (l.total < left) {  // the whole level trades, and the order goes on
+                fills += l.count;
+                left -= l.total;
+                return true;
+            }
+            for (std::uint32_t i = l.head; left > 0; i = pool_[i].next) {
+                ++fills;
+                left -= std::min<std::uint64_t>(left, pool_[i].qty);
+            }
+            return false;
+        });
+        return fills;
+    }
+    // --8<-- [end:prepare]
+
     // Match, then rest any remainder at the back of its level's queue. `slot` is where
-    // the new id goes in the hash (slot_of(key)), as it was before matching.
-    // Precondition: room for one more node and id (ensure_one(), or a remove()).
+    // the new id goes in the hash (slot_of(key)), as it was before matching; `cross`
+    // whether the order crosses (crosses(side, price)).
+    // Precondition: room for one more node and id (ensure_one(), or a remove()), and
+    // prepare() done if the order crosses or its price is outside the window: then
+    // nothing here allocates, and nothing can fail.
     // Inlined: it is most of add_limit, and a call would cost a register save and
     // restore on every passive order (the common case), which never calls match().
     template <class Sink>
     [[gnu::always_inline]] void enter(Key key, std::uint64_t slot, Side side, std::uint32_t price,
-                                      std::uint32_t qty, Sink& sink) {
-        if (crosses(side, price)) {  // one comparison against the cached best
+                                      std::uint32_t qty, bool cross, Sink& sink) {
+        if (cross) {
             qty = match(key.id, side, price, qty, sink);
             if (qty == 0) return;
             slot = slot_of(key);  // matched orders left the hash, which can move entries
@@ -841,30 +1050,48 @@ private:
     }
 
     // --8<-- [start:outside_level]
-    // The level for a new order whose price lies outside the window (the slow path).
-    // If the window holds no orders, it re-centres on the order. If it holds orders but
-    // neither side's best price (the touch) is among them, the market has moved away
-    // and left them behind: the window's levels go to the far map and the window
-    // re-centres on the touch, so the orders arriving near it are fast again. Otherwise
-    // (the touch is in the window, this price is not) the order goes to the far map.
+    // A new order whose price lies outside the window takes the slow path. If the
+    // window holds no orders, it re-centres on the order. If it holds orders but neither
+    // side's best price (the touch) is among them, the market has moved away and left
+    // them behind: the window's levels go to the far map and the window re-centres on
+    // the touch, so the orders arriving near it are fast again. Otherwise (the touch is
+    // in the window, this price is not) the order goes to the far map.
     //
     // Moving m levels costs m map operations, so a move must be paid for first: by as
     // many orders sent to the far map since the last one moved levels. A stream whose
     // touch jumps back and forth then costs a bounded amount per order, not a whole
     // window's worth each time.
-    [[gnu::noinline]] Level* outside_level(std::uint32_t price, Side side) {
+    //
+    // The part that allocates runs in prepare(), before the order matches: the move of
+    // the window's levels to the far map, and a spare map node for a new far level.
+    void prepare_outside(std::uint32_t price, Side side) {
         bool empty = bits_[0].empty() && bits_[1].empty();
-        if (empty || (far_adds_ >= evicted_ && !touch_in_window())) {
-            if (!empty) {
-                evicted_ = evict_window();  // may throw (allocation) before changing anything
-                far_adds_ = 0;
-            }
-            recentre(empty ? price : touch_price(side, price));
-            std::uint64_t off = std::uint64_t(price) - base_;
-            if (off < window_) return &levels_[off];
+        if (!empty && far_adds_ >= evicted_ && !touch_in_window()) {
+            evicted_ = evict_window();  // may throw (allocation) before changing anything
+            far_adds_ = 0;
+            recentre(touch_price(side, price));
+            if (std::uint64_t(price) - base_ < window_) return;
+        }
+        if (spare_.empty()) [[unlikely]] {  // kept until a new far level takes it
+            alloc_checkpoint();
+            std::map<std::uint32_t, Level> one;
+            one.emplace(0, Level{});
+            spare_ = one.extract(one.begin());
+        }
+    }
+    // After matching: the level for the order, which cannot fail (no allocation).
+    [[gnu::noinline]] Level* outside_level(std::uint32_t price, Side side) {
+        if (bits_[0].empty() && bits_[1].empty()) {  // the window holds no orders: move it
+            recentre(price);
+            return &levels_[std::uint64_t(price) - base_];
         }
         ++far_adds_;
-        return &far_[idx(side)][price];  // may allocate a map node
+        auto& far = far_[idx(side)];
+        auto it = far.lower_bound(price);
+        if (it != far.end() && it->first == price) return &it->second;
+        spare_.key() = price;  // a new far level, in the node prepare() made
+        spare_.mapped() = Level{};
+        return &far.insert(it, std::move(spare_))->second;
     }
 
     bool touch_in_window() const {
@@ -891,8 +1118,10 @@ private:
         for (int s = 0; s < 2; ++s) {
             const LevelBitset& bits = bits_[s];
             for (std::uint64_t i = bits.empty() ? LevelBitset::npos : bits.lowest();
-                 i != LevelBitset::npos; i = bits.next_above(i))
+                 i != LevelBitset::npos; i = bits.next_above(i)) {
+                alloc_checkpoint();
                 moved[s].emplace(static_cast<std::uint32_t>(base_ + i), levels_[i]);
+            }
         }
         std::uint64_t count = moved[0].size() + moved[1].size();
         for (int s = 0; s < 2; ++s) {
@@ -950,6 +1179,7 @@ private:
     std::uint64_t recentres_ = 0;
     std::uint64_t far_adds_ = 0;  // orders sent to the far map since the last eviction
     std::uint64_t evicted_ = 0;   // levels that eviction moved (the next one waits as long)
+    std::map<std::uint32_t, Level>::node_type spare_;  // a map node for the next far level
 };
 
 }  // namespace twinmatch

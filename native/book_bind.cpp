@@ -89,48 +89,86 @@ struct Bound {
     }
 };
 
+// --8<-- [start:sinks]
+// Where fills go. A sink that can say how much room it has and make more gets asked,
+// before an order changes anything, for room for every fill the order can make
+// (Book::reserve_fills), so a sink never has to grow, and fail, in the middle of a match.
+struct BatchSink {  // the batch loop's: FillRecords tagged with the op's index
+    std::vector<FillRecord>& fills;
+    const std::uint32_t& at;
+    void operator()(const Fill& f) const {
+        fills.push_back(FillRecord{f.resting_id, f.aggressor_id, f.price, f.qty, at,
+                                   static_cast<std::uint8_t>(f.aggressor_side), {}});
+    }
+    std::size_t room() const { return fills.capacity() - fills.size(); }
+    void reserve(std::size_t n) const {  // at least doubling: a batch regrows O(log) times
+        alloc_checkpoint();
+        fills.reserve(std::max(fills.size() + n, 2 * fills.capacity()));
+    }
+};
+struct CallSink {  // a per-call method's: the fills of one operation
+    std::vector<Fill> fills;
+    void operator()(const Fill& f) { fills.push_back(f); }
+    std::size_t room() const { return fills.capacity() - fills.size(); }
+    void reserve(std::size_t n) {
+        alloc_checkpoint();
+        fills.reserve(fills.size() + n);
+    }
+};
+// --8<-- [end:sinks]
+
 // --8<-- [start:apply_loop]
 // The batch loop: one dispatch per operation, fills and rejects appended to vectors.
 // No Python object is touched here; it runs with the GIL released.
 // `at` is the index of the op being applied: if one throws (the book is full), the ops
-// before it are applied, and their fills and rejects are in the vectors.
+// before it are applied, and their fills and rejects are in the vectors; the op itself
+// changed nothing.
 template <class B>
 void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord>& fills,
              std::vector<RejectRecord>& rejects, std::uint32_t& at) {
     // How far ahead to prefetch an id's hash slot: far enough for a load from memory
     // to arrive, near enough that the line is still cached when the op comes round.
     // Then, kNodeAhead ops ahead, the order node that slot points to, and kNextAhead
-    // ahead that node's queue neighbours: on the realistic stream each step measured a
-    // few percent faster, although the nodes mostly sit in L2 already (an L1 miss still
-    // costs ~14 cycles, and a cancel's loads depend on each other: slot, node, links).
+    // ahead that node's queue neighbours (the nodes mostly sit in L2 already, but an
+    // L1 miss still costs cycles, and a cancel's loads depend on each other: slot,
+    // node, links).
     constexpr std::size_t kSlotAhead = 16;
     constexpr std::size_t kNodeAhead = 4;
     constexpr std::size_t kNextAhead = 2;  // the node's queue neighbours
     constexpr std::size_t kOpsAhead = 4096 / sizeof(OpRecord);  // one page ahead
     // Book (not MapBook) hashes each id once, kSlotAhead ops early, and keeps the
-    // fingerprint in a small ring until the op itself comes round.
+    // fingerprint in a small ring until the op itself comes round. If an add makes the
+    // id table re-key (see IdHash), every fingerprint changes: the ring is refilled.
     constexpr bool kHinted = requires { book.prefetch_slot(0u); };
     constexpr std::size_t kRing = 32;  // a power of two > kSlotAhead
     static_assert(std::has_single_bit(kRing) && kRing > kSlotAhead && kSlotAhead > kNodeAhead &&
                   kNodeAhead > kNextAhead);
     std::uint32_t fps[kRing];
+    std::uint64_t epoch = 0;
     if constexpr (kHinted) {
+        epoch = book.hash_epoch();
         for (std::size_t k = 0; k < std::min(n, kSlotAhead); ++k)
-            fps[k] = IdHash::fingerprint(ops[k].order_id);
+            fps[k] = book.fingerprint(ops[k].order_id);
     }
+    // After op k: if the table re-keyed, the fingerprints of ops k+1..k+kSlotAhead.
+    auto rehint = [&](std::size_t k) {
+        if constexpr (kHinted) {
+            if (book.hash_epoch() == epoch) [[likely]] return;
+            epoch = book.hash_epoch();
+            for (std::size_t j = k + 1; j < std::min(n, k + 1 + kSlotAhead); ++j)
+                fps[j % kRing] = book.fingerprint(ops[j].order_id);
+        }
+    };
     // Fills are tagged with the index of the op that made them. The sink is made once,
     // outside the loop: a sink made per op is rebuilt on the stack every time round.
-    auto sink = [&](const Fill& f) {
-        fills.push_back(FillRecord{f.resting_id, f.aggressor_id, f.price, f.qty, at,
-                                   static_cast<std::uint8_t>(f.aggressor_side), {}});
-    };
+    BatchSink sink{fills, at};
     for (std::size_t k = 0; k < n; ++k) {
         if constexpr (kHinted) {
             // The op stream itself: the hardware prefetcher stops at each 4 KB page
-            // boundary, and profiles showed the loop waiting for the next op to load.
+            // boundary, so without a hint the loop may wait for the next page of ops.
             if (k + kOpsAhead < n) __builtin_prefetch(&ops[k + kOpsAhead]);
             if (k + kSlotAhead < n) {
-                std::uint32_t fp = IdHash::fingerprint(ops[k + kSlotAhead].order_id);
+                std::uint32_t fp = book.fingerprint(ops[k + kSlotAhead].order_id);
                 fps[(k + kSlotAhead) % kRing] = fp;
                 book.prefetch_slot(fp);
             }
@@ -139,7 +177,7 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
         }
         const OpRecord& op = ops[k];
         auto key = [&] {
-            if constexpr (kHinted) return Key(op.order_id, fps[k % kRing]);
+            if constexpr (kHinted) return Key{op.order_id, fps[k % kRing]};
             else return op.order_id;
         }();
         at = static_cast<std::uint32_t>(k);  // n < 2^32 is checked by the caller
@@ -147,14 +185,14 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
         std::uint64_t out;
         // The op type is random, so whatever branch picks the code for it is often
         // mispredicted. Add and cancel, 87% of a realistic stream, are picked out by two
-        // conditional branches, the first one almost always right; measured, that loses
-        // less time than a switch for all six, whose jump table the CPU predicts worse.
+        // conditional branches before a switch for the other four.
         bool add = op.op == std::uint8_t(OpCode::Limit);
         if (add || op.op == std::uint8_t(OpCode::Cancel)) {
-            if (add)
+            if (add) {
                 r = op.side > 1 ? Reason::BadSide
                                 : book.add_limit(key, Side(op.side), op.price, op.qty, sink);
-            else
+                rehint(k);
+            } else
                 r = book.cancel(key, out);
         } else switch (op.op) {
             case std::uint8_t(OpCode::Limit):
@@ -162,19 +200,21 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
                 __builtin_unreachable();  // handled above (C++23 spells it std::unreachable())
             case std::uint8_t(OpCode::Market):
                 r = op.side > 1 ? Reason::BadSide
-                                : book.add_market(key, Side(op.side), op.qty, out, sink);
+                                : book.add_market(op.order_id, Side(op.side), op.qty, out, sink);
                 break;
             case std::uint8_t(OpCode::Reduce):
-                r = book.reduce(key, op.qty, out);
+                r = book.reduce(op.order_id, op.qty, out);
                 break;
             case std::uint8_t(OpCode::Execute): {
+                if (sink.room() == 0) [[unlikely]] sink.reserve(1);  // before the trade
                 Fill f;
-                r = book.execute(key, op.qty, f);
+                r = book.execute(op.order_id, op.qty, f);
                 if (r == Reason::Ok) sink(f);
                 break;
             }
             case std::uint8_t(OpCode::Replace):
-                r = book.replace(key, op.new_order_id, op.price, op.qty, sink);
+                r = book.replace(op.order_id, op.new_order_id, op.price, op.qty, sink);
+                rehint(k);
                 break;
             default:
                 r = Reason::BadOp;
@@ -279,11 +319,10 @@ void bind_api(nb::class_<Bound<B>>& cls) {
            "add_limit",
            [](BB& b, std::uint64_t id, std::int64_t side, std::int64_t price, std::int64_t qty) {
                Side s = to_side(side);
-               std::vector<Fill> fills;
-               Reason r = b.idle().add_limit(id, s, price, qty,
-                                             [&](const Fill& f) { fills.push_back(f); });
+               CallSink sink;
+               Reason r = b.idle().add_limit(id, s, price, qty, sink);
                if (r != Reason::Ok) [[unlikely]] return reject(id, r);
-               return to_py(std::move(fills));
+               return to_py(std::move(sink.fills));
            },
            "order_id"_a, "side"_a, "price"_a, "qty"_a,
            nb::sig("def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) "
@@ -293,12 +332,11 @@ void bind_api(nb::class_<Bound<B>>& cls) {
             "add_market",
             [](BB& b, std::uint64_t id, std::int64_t side, std::int64_t qty) {
                 Side s = to_side(side);
-                std::vector<Fill> fills;
+                CallSink sink;
                 std::uint64_t unfilled = 0;
-                Reason r = b.idle().add_market(id, s, qty, unfilled,
-                                               [&](const Fill& f) { fills.push_back(f); });
+                Reason r = b.idle().add_market(id, s, qty, unfilled, sink);
                 if (r != Reason::Ok) [[unlikely]] return reject(id, r);
-                return to_py(std::make_pair(std::move(fills), unfilled));
+                return to_py(std::make_pair(std::move(sink.fills), unfilled));
             },
             "order_id"_a, "side"_a, "qty"_a,
             nb::sig("def add_market(self, order_id: int, side: Side | int, qty: int) "
@@ -338,12 +376,11 @@ void bind_api(nb::class_<Bound<B>>& cls) {
             "replace",
             [](BB& b, std::uint64_t old_id, std::uint64_t new_id, std::int64_t price,
                std::int64_t qty) {
-                std::vector<Fill> fills;
-                Reason r = b.idle().replace(old_id, new_id, price, qty,
-                                            [&](const Fill& f) { fills.push_back(f); });
+                CallSink sink;
+                Reason r = b.idle().replace(old_id, new_id, price, qty, sink);
                 if (r != Reason::Ok) [[unlikely]]
                     return reject(r == Reason::DuplicateId ? new_id : old_id, r);
-                return to_py(std::move(fills));
+                return to_py(std::move(sink.fills));
             },
             "order_id"_a, "new_order_id"_a, "price"_a, "qty"_a,
             nb::sig("def replace(self, order_id: int, new_order_id: int, price: int, qty: int) "
@@ -554,10 +591,23 @@ void register_book(nb::module_& m) {
                 d["pool_capacity"] = k.pool_capacity();
                 d["pool_high_water"] = k.pool_high_water();
                 d["hash_capacity"] = k.hash_capacity();
+                d["hash_rekeys"] = k.hash_rekeys();
+                d["hash_keyed"] = k.hash_keyed() ? 1 : 0;
+                d["pool_alignment"] = k.pool_alignment();
+                d["hash_alignment"] = k.hash_alignment();
                 return d;
             },
             nb::sig("def stats(self) -> dict[str, int]"),
             "Internals (window, pool, hash sizes) for tests and the book's tables.")
+        .def(
+            "hash_displacement",
+            [](Bound<Book>& b) {
+                const Book& k = b.idle();
+                return std::make_pair(k.hash_max_displacement(), k.hash_total_displacement());
+            },
+            nb::sig("def hash_displacement(self) -> tuple[int, int]"),
+            "(largest, total) distance of the id table's entries from their home slots:\n"
+            "the probes a lookup of every resting id makes beyond the first (for tests).")
         .def(
             "hash_home", [](Bound<Book>& b, std::uint64_t id) { return b.idle().hash_home(id); },
             "order_id"_a, "The id's home slot in the current id hash table (for tests).");
@@ -569,6 +619,12 @@ void register_book(nb::module_& m) {
                  "max_orders"_a = Book::kMaxOrders);
     bind_api<MapBook>(map_book);
 
+    m.def(
+        "_fail_allocation_after",
+        [](std::int64_t n) { g_alloc_countdown.store(n, std::memory_order_relaxed); },
+        "n"_a,
+        "Test only: the book's n-th allocation point from now (0 = the next) fails with\n"
+        "std::bad_alloc, as if memory ran out there; -1 turns this off.");
     m.def(
         "layout_info",
         [] {

@@ -85,6 +85,12 @@ class Book:
     def stats(self) -> dict[str, int]:
         """Internals (window, pool, hash sizes) for tests and the book's tables."""
 
+    def hash_displacement(self) -> tuple[int, int]:
+        """
+        (largest, total) distance of the id table's entries from their home slots:
+        the probes a lookup of every resting id makes beyond the first (for tests).
+        """
+
     def hash_home(self, order_id: int) -> int:
         """The id's home slot in the current id hash table (for tests)."""
 

@@ -15,7 +15,15 @@ import pytest
 
 import naive.book as naive
 from optimized.book import Book, Fill, MapBook, Side, layout_info
-from twinmatch.dtypes import OP_CANCEL, OP_LIMIT, OPS_DTYPE
+from twinmatch.dtypes import (
+    OP_CANCEL,
+    OP_EXECUTE,
+    OP_LIMIT,
+    OP_MARKET,
+    OP_REDUCE,
+    OP_REPLACE,
+    OPS_DTYPE,
+)
 
 MAX_PRICE = 2**32 - 1
 MAX_ID = 2**64 - 1
@@ -368,3 +376,308 @@ def test_apply_releases_the_gil_and_guards_the_book(book_class: Any) -> None:
         if seen_busy:
             break
     assert seen_busy > 0, "no call was ever refused while apply() ran: was the GIL held?"
+
+
+# ------------------------------------------------------ alignment of the big arrays
+
+
+def test_pool_and_hash_are_cache_line_aligned() -> None:
+    """32-byte nodes two to a cache line: the node pool starts on a 64-byte boundary (so
+    no node straddles two lines), and on a 2 MB one once it is that big (huge pages),
+    at every size it grows through. The id hash likewise."""
+    huge = 2**21
+    for initial in (16, 17, 100, 1000, 5000, 65536, 100_000):
+        stats = Book(initial_orders=initial).stats()
+        assert stats["pool_alignment"] >= 64, (initial, stats)
+        assert stats["hash_alignment"] >= 64, (initial, stats)
+        if stats["pool_capacity"] * layout_info()["node_bytes"] >= huge:
+            assert stats["pool_alignment"] == huge, (initial, stats)
+    book = Book(initial_orders=16)
+    ops = np.zeros(150_000, dtype=OPS_DTYPE)
+    ops["order_id"] = np.arange(len(ops))
+    ops["price"] = 1 + np.arange(len(ops)) % 1000
+    ops["qty"] = 1
+    seen = set()
+    for start in range(0, len(ops), 5_000):  # grows 16 -> 262,144 nodes on the way
+        book.apply(ops[start : start + 5_000])
+        stats = book.stats()
+        seen.add(stats["pool_capacity"])
+        assert stats["pool_alignment"] >= 64 and stats["hash_alignment"] >= 64, stats
+        if stats["pool_capacity"] * 32 >= huge:
+            assert stats["pool_alignment"] == huge, stats
+    assert len(seen) > 5
+
+
+# ---------------------------------------------------------------- the id hash
+
+
+def test_sequential_ids_get_distinct_home_slots() -> None:
+    """Fibonacci hashing's promise: a run of consecutive ids, as exchanges hand them out,
+    lands on as many distinct home slots, for runs up to 45% of the table (it is kept at
+    most half full; at exactly half, a few in a thousand share), wherever the run starts.
+    The home slot is the product's top bits: with its low bits, 200,000 sequential ids in
+    2**19 slots had about 67,000 homes."""
+    for initial in (2**11, 2**15, 2**17, 200_000):
+        book = Book(initial_orders=initial)
+        slots = book.stats()["hash_capacity"]
+        run = int(slots * 0.45)
+        for start in (0, 10**9 + 7, 2**63 - 5_000, MAX_ID - run + 1, 0x1234_5678_FFFF_0000):
+            homes = {book.hash_home(start + k) for k in range(run)}
+            assert len(homes) == run, (slots, start)
+    book = Book(initial_orders=200_000)
+    assert book.stats()["hash_capacity"] == 2**19
+    assert len({book.hash_home(k) for k in range(1, 200_001)}) == 200_000
+    # and the realistic flow never finds the table crowded enough to re-key it
+    from twinmatch.flow import order_flow
+
+    flow_book = Book()
+    flow_book.apply(order_flow(50_000, seed=7))
+    assert flow_book.stats()["hash_rekeys"] == 0 and flow_book.stats()["hash_keyed"] == 0
+
+
+GOLDEN = 0x9E3779B97F4A7C15
+
+
+def unfold(y: int) -> int:
+    """The id k with k + (k >> 32) == y (mod 2**64): the book's fold, undone."""
+    for high in ((y >> 32), (y >> 32) - 1):
+        low = (y - high * (2**32 + 1)) % 2**64
+        if 0 <= high and low < 2**32:
+            return (high << 32) | low
+    raise AssertionError(y)
+
+
+def crafted_ids(count: int, top: int = 0x2468ACE1) -> list[int]:
+    """Ids an attacker who knows the hash makes: folded and multiplied by the golden-ratio
+    constant, they all give the same top 32 bits, so the same fingerprint and the same
+    home slot in any table."""
+    inverse = pow(GOLDEN, -1, 2**64)
+    return [unfold(inverse * ((top << 32) | j) % 2**64) for j in range(count)]
+
+
+def test_crafted_ids_do_not_pile_up() -> None:
+    """40,000 ids crafted to share one home slot: the table notices the long probe run,
+    re-keys itself with a random multiplier once, and the ids spread out: the probes a
+    lookup of every one of them makes stay a few per id (one run of 40,000 would be
+    800 million), and the book behaves exactly as the naive twin's."""
+    ids = crafted_ids(40_000)
+    book = Book(initial_orders=16)
+    homes = {book.hash_home(i) for i in ids[:1000]}
+    assert len(homes) == 1  # the crafted ids do collide under the default multiplier
+    ops = np.zeros(len(ids), dtype=OPS_DTYPE)
+    ops["order_id"] = ids
+    ops["op"] = OP_LIMIT
+    ops["side"] = np.arange(len(ids)) % 2
+    ops["price"] = np.where(ops["side"] == 0, 100 - np.arange(len(ids)) % 50,
+                            101 + np.arange(len(ids)) % 50)
+    ops["qty"] = 1
+    fills, rejects = book.apply(ops)
+    assert len(fills) == 0 and len(rejects) == 0 and len(book) == len(ids)
+    stats = book.stats()
+    assert stats["hash_keyed"] == 1 and 1 <= stats["hash_rekeys"] <= 8
+    largest, total = book.hash_displacement()
+    assert total <= 3 * len(ids) and largest <= 200, (largest, total)
+    # Every id still found; then a mixed stream over them agrees with the naive twin.
+    slow = naive.Book()
+    slow.apply(ops)
+    for i in ids[::997]:
+        assert book.order(i) == slow.order(i)  # type: ignore[comparison-overlap]
+    rng = np.random.default_rng(3)
+    more = np.zeros(20_000, dtype=OPS_DTYPE)
+    more["order_id"] = rng.choice(np.array(ids + crafted_ids(5_000, top=7), dtype=np.uint64),
+                                  len(more))
+    more["new_order_id"] = rng.choice(np.array(crafted_ids(10_000, top=99), dtype=np.uint64),
+                                      len(more))
+    more["op"] = rng.choice([OP_LIMIT, OP_CANCEL, OP_REPLACE], len(more), p=[0.4, 0.5, 0.1])
+    more["side"] = rng.integers(0, 2, len(more))
+    more["price"] = rng.integers(60, 140, len(more))
+    more["qty"] = rng.integers(1, 5, len(more))
+    got = book.apply(more)
+    want = slow.apply(more)
+    assert got[0].tobytes() == want[0].tobytes() and got[1].tobytes() == want[1].tobytes()
+    assert snapshot(book) == snapshot(slow)
+    assert book.hash_displacement()[1] <= 3 * len(book)
+
+
+def test_crafted_ids_per_call_and_through_replace() -> None:
+    """The re-key happens on the per-call path too, and when only replaces (which take no
+    new slot) bring the crafted ids in."""
+    ids = crafted_ids(3_000, top=0x13579BDF)
+    book = Book(initial_orders=16)
+    for i in ids:
+        book.add_limit(i, Side.BUY, 100, 1)
+    assert book.stats()["hash_rekeys"] >= 1
+    assert book.hash_displacement()[1] <= 3 * len(ids)
+    assert all(book.order(i) == (Side.BUY, 100, 1) for i in ids)
+
+    book = Book(initial_orders=4096)  # no growth on the way: only replaces re-key
+    for k in range(3_000):
+        book.add_limit(k, Side.SELL, 200 + k % 10, 1)
+    for k, i in enumerate(crafted_ids(3_000, top=0x0F0F0F0F)):
+        book.replace(k, i, 200 + k % 10, 2)
+    assert book.stats()["hash_rekeys"] >= 1
+    assert book.hash_displacement()[1] <= 3 * len(book)
+    assert book.depth(Side.SELL, 1) == [(200, 600, 300)]
+
+
+# ------------------------------------------- allocation failure: the strong guarantee
+
+
+def fail_allocation_after(n: int) -> None:
+    from optimized import _native
+
+    _native._fail_allocation_after(n)  # type: ignore[attr-defined]
+
+
+def state(book: Any, ids: Any) -> tuple[Any, ...]:
+    """Everything observable about a book: depth of both sides and every id's order."""
+    return snapshot(book) + (tuple(book.order(int(i)) for i in ids),)
+
+
+def allocation_stream(n: int, seed: int) -> np.ndarray:
+    """Operations that reach every allocation point of a small Book: pool and hash growth,
+    far levels (window of 64 levels, prices spread wide), window moves, orders that sweep
+    many levels (fills beyond the batch's reserved room), markets, replaces, executes."""
+    rng = np.random.default_rng(seed)
+    ops = np.zeros(n, dtype=OPS_DTYPE)
+    ops["order_id"] = rng.integers(0, n // 2, n)
+    ops["new_order_id"] = rng.integers(0, n // 2, n)
+    ops["op"] = rng.choice([OP_LIMIT, OP_CANCEL, OP_MARKET, OP_REDUCE, OP_EXECUTE, OP_REPLACE],
+                           n, p=[0.55, 0.2, 0.05, 0.05, 0.05, 0.1])
+    ops["side"] = rng.integers(0, 2, n)
+    centre = np.where(np.arange(n) < n // 2, 10_000, 40_000)  # the market moves away
+    ops["price"] = centre + rng.choice([-1, 1], n) * rng.integers(0, 30, n) * \
+        rng.choice([1, 1, 1, 20, 300], n)
+    ops["qty"] = rng.choice([1, 2, 5, 50, 5_000], n, p=[0.4, 0.3, 0.2, 0.07, 0.03])
+    return ops
+
+
+SMALL_BOOKS: dict[str, Any] = {
+    "optimized": lambda: Book(window_levels=64, initial_orders=16),
+    "baseline": lambda: MapBook(initial_orders=16),
+}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", sorted(SMALL_BOOKS))
+def test_allocation_failure_anywhere_changes_nothing_batch(kind: str) -> None:
+    """Every allocation point an operation reaches fails in turn (a test-only hook makes
+    the next one throw std::bad_alloc): apply() raises BookFull at that operation, with
+    the fills and rejects of the ones before it, and the book is exactly the naive
+    twin's after those ones, as if the failed operation had never started. Applying the
+    rest then ends where the naive twin does."""
+    ops = allocation_stream(3_000, seed=11)
+    ids = np.unique(np.concatenate([ops["order_id"], ops["new_order_id"]]))
+    want_fills, want_rejects = naive.Book().apply(ops)
+    reference = naive.Book()
+    done = 0  # ops the reference has applied
+    book = SMALL_BOOKS[kind]()
+    start, nth, failures = 0, 0, 0
+    try:
+        while True:
+            fail_allocation_after(nth)
+            try:
+                fills, rejects = book.apply(ops[start:])
+            except MemoryError as full:
+                fail_allocation_after(-1)
+                failures += 1
+                assert failures < 5_000
+                index = full.index  # type: ignore[attr-defined]
+                # the BookFull of the batch carries what the ops before `index` did
+                f = want_fills[(want_fills["op_index"] >= start)
+                               & (want_fills["op_index"] < start + index)].copy()
+                f["op_index"] -= start
+                r = want_rejects[(want_rejects["index"] >= start)
+                                 & (want_rejects["index"] < start + index)].copy()
+                r["index"] -= start
+                assert full.fills.tolist() == f.tolist()  # type: ignore[attr-defined]
+                assert full.rejects.tolist() == r.tolist()  # type: ignore[attr-defined]
+                reference.apply(ops[done : start + index])
+                done = start + index
+                assert state(book, ids) == state(reference, ids), (start, index, nth)
+                # next: the same op's next allocation point, or the next op's first
+                if index == 0:
+                    nth += 1
+                else:
+                    start, nth = start + index, 1
+                continue
+            fail_allocation_after(-1)
+            f = want_fills[want_fills["op_index"] >= start].copy()
+            f["op_index"] -= start
+            assert fills.tolist() == f.tolist()
+            assert len(rejects) == int((want_rejects["index"] >= start).sum())
+            reference.apply(ops[done:])
+            assert state(book, ids) == state(reference, ids)
+            break
+    finally:
+        fail_allocation_after(-1)
+    assert failures > 100  # growth, far levels, window moves, sinks: many points reached
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("kind", sorted(SMALL_BOOKS))
+def test_allocation_failure_anywhere_changes_nothing_per_call(kind: str) -> None:
+    """The same through the per-call API: each call is retried with a failure at its
+    first, second, ... allocation point until it succeeds; every failed call raised
+    MemoryError and left the book as it was, and the book ends as the naive twin's."""
+    ops = allocation_stream(1_500, seed=5)
+    ids = np.unique(np.concatenate([ops["order_id"], ops["new_order_id"]]))
+    book = SMALL_BOOKS[kind]()
+    reference = naive.Book()
+
+    def call(b: Any, row: Any) -> Any:
+        order_id, new_id, price, qty, op, side = (int(x) for x in row)
+        if op == OP_LIMIT:
+            return b.add_limit(order_id, side, price, qty)
+        if op == OP_CANCEL:
+            return b.cancel(order_id)
+        if op == OP_MARKET:
+            return b.add_market(order_id, side, qty)
+        if op == OP_REDUCE:
+            return b.reduce(order_id, qty)
+        if op == OP_EXECUTE:
+            return b.execute(order_id, qty)
+        assert op == OP_REPLACE
+        return b.replace(order_id, new_id, price, qty)
+
+    failures = 0
+    try:
+        for row in ops[["order_id", "new_order_id", "price", "qty", "op", "side"]].tolist():
+            try:
+                want: Any = call(reference, row)
+            except (ValueError, MemoryError) as exc:
+                want = type(exc).__name__
+            for nth in range(1_000):
+                before = state(book, ids)
+                fail_allocation_after(nth)
+                try:
+                    got: Any = call(book, row)
+                except MemoryError:
+                    fail_allocation_after(-1)
+                    failures += 1
+                    assert state(book, ids) == before, row
+                    continue
+                except ValueError as exc:
+                    got = type(exc).__name__
+                fail_allocation_after(-1)
+                assert got == want, row
+                break
+    finally:
+        fail_allocation_after(-1)
+    assert state(book, ids) == state(reference, ids)
+    assert failures > 50
+
+
+def test_ids_the_fold_pairs_share_a_home_and_stay_distinct() -> None:
+    """The fold (id + its high half) maps k and k + 2**64 - 2**32 + 1 to one number: they
+    share a home slot (and fingerprint), and the id comparison keeps them apart."""
+    book = Book()
+    for k in (0, 5, 2**32 - 2):
+        partner = k + 2**64 - 2**32 + 1
+        assert book.hash_home(k) == book.hash_home(partner)
+        book.add_limit(k, Side.BUY, 10, 1)
+        book.add_limit(partner, Side.BUY, 11, 2)
+        assert book.order(k) == (Side.BUY, 10, 1) and book.order(partner) == (Side.BUY, 11, 2)
+        assert book.cancel(k) == 1 and book.order(partner) == (Side.BUY, 11, 2)
+        assert book.cancel(partner) == 2
+    assert len(book) == 0
