@@ -19,6 +19,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "book.hpp"
@@ -65,6 +66,55 @@ Side to_side(std::int64_t s) {
     if (s == 1) return Side::Sell;
     throw nb::value_error((std::to_string(s) + " is not a valid Side").c_str());
 }
+
+// The per-call API converts its integer arguments itself instead of leaving it to
+// nanobind's casters: a good int costs the same (one PyLong conversion), and a bad one
+// gets the naive twin's one-line TypeError ("order id must be an int in
+// 0..18446744073709551615, got None") instead of nanobind's list of signatures. Like the
+// casters (and naive's operator.index), it takes anything with __index__: numpy integers,
+// bools. The Python names go through nb::sig, so the stubs still say `int`.
+[[noreturn]] void bad_int(nb::handle h, const char* name, const char* range) {
+    std::string msg = std::string(name) + " must be an int in " + range + ", got ";
+    msg += nb::repr(h).c_str();
+    throw nb::type_error(msg.c_str());
+}
+
+template <class T>
+T int_arg(nb::handle h, const char* name) {
+    static_assert(std::is_same_v<T, std::uint64_t> || std::is_same_v<T, std::int64_t>);
+    constexpr const char* range = std::is_same_v<T, std::uint64_t>
+                                      ? "0..18446744073709551615"
+                                      : "-9223372036854775808..9223372036854775807";
+    PyObject* o = h.ptr();
+    nb::object index;  // owns the __index__ result, if one was needed
+    if (!PyLong_Check(o)) {
+        PyObject* i = PyNumber_Index(o);
+        if (i == nullptr) {
+            PyErr_Clear();
+            bad_int(h, name, range);
+        }
+        index = nb::steal(i);
+        o = i;
+    }
+    if constexpr (std::is_same_v<T, std::uint64_t>) {
+        unsigned long long v = PyLong_AsUnsignedLongLong(o);  // negative: OverflowError
+        if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+            PyErr_Clear();
+            bad_int(h, name, range);
+        }
+        return v;
+    } else {
+        int overflow = 0;
+        long long v = PyLong_AsLongLongAndOverflow(o, &overflow);
+        if (overflow != 0 || (v == -1 && PyErr_Occurred())) {
+            PyErr_Clear();
+            bad_int(h, name, range);
+        }
+        return v;
+    }
+}
+std::uint64_t id_arg(nb::handle h) { return int_arg<std::uint64_t>(h, "order id"); }
+std::int64_t i64_arg(nb::handle h, const char* name) { return int_arg<std::int64_t>(h, name); }
 
 // A book plus what the bindings need around it: the output vectors of apply() (they
 // move into the numpy arrays it returns, so each batch allocates new ones before its
@@ -317,20 +367,25 @@ void bind_api(nb::class_<Bound<B>>& cls) {
     using BB = Bound<B>;
     cls.def(
            "add_limit",
-           [](BB& b, std::uint64_t id, std::int64_t side, std::int64_t price, std::int64_t qty) {
+           [](BB& b, nb::handle id_, nb::handle side_, nb::handle price_, nb::handle qty_) {
+               std::uint64_t id = id_arg(id_);  // in the naive twin's order
+               std::int64_t side = i64_arg(side_, "side"), price = i64_arg(price_, "price");
+               std::int64_t qty = i64_arg(qty_, "qty");
                Side s = to_side(side);
                CallSink sink;
                Reason r = b.idle().add_limit(id, s, price, qty, sink);
                if (r != Reason::Ok) [[unlikely]] return reject(id, r);
                return to_py(std::move(sink.fills));
            },
-           "order_id"_a, "side"_a, "price"_a, "qty"_a,
+           "order_id"_a.none(), "side"_a.none(), "price"_a.none(), "qty"_a.none(),
            nb::sig("def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) "
                    "-> list[Fill]"),
            "Add a limit order; returns the fills it caused (the remainder rests).")
         .def(
             "add_market",
-            [](BB& b, std::uint64_t id, std::int64_t side, std::int64_t qty) {
+            [](BB& b, nb::handle id_, nb::handle side_, nb::handle qty_) {
+                std::uint64_t id = id_arg(id_);
+                std::int64_t side = i64_arg(side_, "side"), qty = i64_arg(qty_, "qty");
                 Side s = to_side(side);
                 CallSink sink;
                 std::uint64_t unfilled = 0;
@@ -338,51 +393,57 @@ void bind_api(nb::class_<Bound<B>>& cls) {
                 if (r != Reason::Ok) [[unlikely]] return reject(id, r);
                 return to_py(std::make_pair(std::move(sink.fills), unfilled));
             },
-            "order_id"_a, "side"_a, "qty"_a,
+            "order_id"_a.none(), "side"_a.none(), "qty"_a.none(),
             nb::sig("def add_market(self, order_id: int, side: Side | int, qty: int) "
                     "-> tuple[list[Fill], int]"),
             "Sweep the opposite side; returns (fills, unfilled qty). Never rests.")
         .def(
             "cancel",
-            [](BB& b, std::uint64_t id) {
+            [](BB& b, nb::handle id_) {
+                std::uint64_t id = id_arg(id_);
                 std::uint64_t removed = 0;
                 Reason r = b.idle().cancel(id, removed);
                 if (r != Reason::Ok) [[unlikely]] return reject(id, r);
                 return to_py(removed);
             },
-            "order_id"_a, nb::sig("def cancel(self, order_id: int) -> int"),
+            "order_id"_a.none(), nb::sig("def cancel(self, order_id: int) -> int"),
             "Remove a resting order; returns the qty removed.")
         .def(
             "reduce",
-            [](BB& b, std::uint64_t id, std::int64_t qty) {
+            [](BB& b, nb::handle id_, nb::handle qty_) {
+                std::uint64_t id = id_arg(id_);
+                std::int64_t qty = i64_arg(qty_, "qty");
                 std::uint64_t left = 0;
                 Reason r = b.idle().reduce(id, qty, left);
                 if (r != Reason::Ok) [[unlikely]] return reject(id, r);
                 return to_py(left);
             },
-            "order_id"_a, "qty"_a, nb::sig("def reduce(self, order_id: int, qty: int) -> int"),
+            "order_id"_a.none(), "qty"_a.none(), nb::sig("def reduce(self, order_id: int, qty: int) -> int"),
             "Partially cancel (keeps priority); returns the qty left (0 = removed).")
         .def(
             "execute",
-            [](BB& b, std::uint64_t id, std::int64_t qty) {
+            [](BB& b, nb::handle id_, nb::handle qty_) {
+                std::uint64_t id = id_arg(id_);
+                std::int64_t qty = i64_arg(qty_, "qty");
                 Fill f{};
                 Reason r = b.idle().execute(id, qty, f);
                 if (r != Reason::Ok) [[unlikely]] return reject(id, r);
                 return to_py(f);
             },
-            "order_id"_a, "qty"_a, nb::sig("def execute(self, order_id: int, qty: int) -> Fill"),
+            "order_id"_a.none(), "qty"_a.none(), nb::sig("def execute(self, order_id: int, qty: int) -> Fill"),
             "A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).")
         .def(
             "replace",
-            [](BB& b, std::uint64_t old_id, std::uint64_t new_id, std::int64_t price,
-               std::int64_t qty) {
+            [](BB& b, nb::handle old_, nb::handle new_, nb::handle price_, nb::handle qty_) {
+                std::uint64_t old_id = id_arg(old_), new_id = id_arg(new_);
+                std::int64_t price = i64_arg(price_, "price"), qty = i64_arg(qty_, "qty");
                 CallSink sink;
                 Reason r = b.idle().replace(old_id, new_id, price, qty, sink);
                 if (r != Reason::Ok) [[unlikely]]
                     return reject(r == Reason::DuplicateId ? new_id : old_id, r);
                 return to_py(std::move(sink.fills));
             },
-            "order_id"_a, "new_order_id"_a, "price"_a, "qty"_a,
+            "order_id"_a.none(), "new_order_id"_a.none(), "price"_a.none(), "qty"_a.none(),
             nb::sig("def replace(self, order_id: int, new_order_id: int, price: int, qty: int) "
                     "-> list[Fill]"),
             "The old order leaves; the new one (same side) enters, loses priority, may match.")
@@ -406,27 +467,31 @@ void bind_api(nb::class_<Bound<B>>& cls) {
             "(price, total qty) of the lowest ask, or None.")
         .def(
             "depth",
-            [](BB& b, std::int64_t side, std::int64_t levels) {
-                Side s = to_side(side);
+            [](BB& b, nb::handle side_, nb::handle levels_) {
+                std::int64_t levels = i64_arg(levels_, "levels");  // naive checks it first
+                Side s = to_side(i64_arg(side_, "side"));
                 std::vector<DepthTuple> rows;
                 b.idle().depth(s, levels, [&](const DepthRow& r) {
                     rows.emplace_back(r.price, r.qty, r.count);
                 });
                 return rows;
             },
-            "side"_a, "levels"_a,
+            "side"_a.none(), "levels"_a.none(),
             nb::sig("def depth(self, side: Side | int, levels: int) "
                     "-> list[tuple[int, int, int]]"),
             "Up to `levels` levels of one side as (price, qty, orders), best first.")
         .def(
             "order",
-            [](BB& b, std::uint64_t id) -> std::optional<std::tuple<Side, std::uint32_t, std::uint32_t>> {
+            [](BB& b, nb::handle id_) -> std::optional<std::tuple<Side, std::uint32_t, std::uint32_t>> {
+                std::uint64_t id = id_arg(id_);
                 Side s;
                 std::uint32_t p, q;
                 if (!b.idle().order(id, s, p, q)) return std::nullopt;
                 return std::make_tuple(s, p, q);
             },
-            "order_id"_a, "(side, price, qty left) of a resting order, or None.")
+            "order_id"_a.none(),
+            nb::sig("def order(self, order_id: int) -> tuple[Side, int, int] | None"),
+            "(side, price, qty left) of a resting order, or None.")
         .def("__len__", [](BB& b) { return b.idle().size(); }, "Number of resting orders.")
         .def(
             "clear", [](BB& b) { b.idle().clear(); },
@@ -439,7 +504,7 @@ void bind_api(nb::class_<Bound<B>>& cls) {
                 return nb::make_tuple(into_numpy(b.fills, "FILL_DTYPE"),
                                       into_numpy(b.rejects, "REJECT_DTYPE"));
             },
-            "ops"_a,
+            "ops"_a.none(),
             nb::sig("def apply(self, ops: numpy.typing.NDArray[numpy.void]) -> "
                     "tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]"),
             "Apply an OPS_DTYPE array in C++ with the GIL released; returns\n"
@@ -453,7 +518,7 @@ void bind_api(nb::class_<Bound<B>>& cls) {
                 double per_op = view.n ? ns / double(view.n) : 0.0;
                 return std::make_tuple(b.fills.size(), b.rejects.size(), per_op);
             },
-            "ops"_a,
+            "ops"_a.none(),
             nb::sig("def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) "
                     "-> tuple[int, int, float]"),
             "Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop\n"

@@ -600,16 +600,6 @@ _SAME = "(issue 12: hostile-input suite: the same outcome in both twins)"
 _HANG = "(issue 12: no input may hang)"
 _MEMORYVIEW = "the TypeError messages differ ('memoryview: ...' in naive only) " + _SAME
 XFAIL: dict[str, str] = {
-    **{f"book-{name}": "book (h1): optimized raises nanobind's signature dump where naive "
-       "raises a one-line TypeError naming the argument " + _DUMP
-       for name in ("add_limit-id-none", "add_limit-id-negative", "add_limit-id-2**64",
-                    "add_limit-id-str", "add_limit-side-none", "add_limit-price-none",
-                    "add_limit-price-nan", "add_limit-price-float", "add_market-id-none",
-                    "cancel-none", "cancel-negative", "execute-none", "depth-side-none",
-                    "depth-huge", "order-none", "order-negative", "apply-none")},
-    "book-add_limit-numpy-scalars":
-        "book (h1): naive refuses numpy integer scalars (TypeError), optimized accepts them "
-        + _SAME,
 }
 
 
