@@ -17,6 +17,10 @@ BUY, SELL = 0, 1
 # (caches), but not 10x: that would mean each cancel searches the level.
 MAX_CANCEL_RATIO = 4.0
 BOOK_SIZE = 50_000
+# Trading through a level 10x longer does 10x the work; a container whose "oldest
+# order" costs more as orders leave the front makes it ~100x (quadratic).
+MAX_DRAIN_RATIO = 30.0
+DRAIN_SIZE = 100_000
 
 
 @pytest.fixture(scope="module")
@@ -158,3 +162,28 @@ def test_cancel_does_not_search_the_level(mod: ModuleType) -> None:
         f"300 cancels took {large * 1e3:.2f} ms from a level of {BOOK_SIZE:,} orders and "
         f"{small * 1e3:.2f} ms from a level of {BOOK_SIZE // 10:,}: {ratio:.1f}x. A cancel "
         f"that does not search the level stays under {MAX_CANCEL_RATIO:.0f}x")
+
+
+def drain_time(mod: ModuleType, orders: int) -> float:
+    """Fastest of 3: one sell that trades through a level of ``orders`` buys, oldest first."""
+    best = float("inf")
+    for _ in range(3):
+        book = mod.FifoBook()
+        for oid in range(orders):
+            book.add_limit(oid, BUY, 100, 1)
+        start = time.process_time()
+        got = book.add_limit(orders, SELL, 100, orders)
+        best = min(best, time.process_time() - start)
+        assert len(got) == orders and len(book) == 0
+    return best
+
+
+def test_taking_the_oldest_does_not_slow_down(mod: ModuleType) -> None:
+    small = max(drain_time(mod, DRAIN_SIZE // 10), 1e-4)
+    large = drain_time(mod, DRAIN_SIZE)
+    ratio = large / small
+    assert ratio < MAX_DRAIN_RATIO, (
+        f"trading through a level of {DRAIN_SIZE:,} orders took {large * 1e3:.1f} ms, through "
+        f"{DRAIN_SIZE // 10:,} {small * 1e3:.1f} ms: {ratio:.0f}x. 10x the orders is 10x the "
+        f"work; over {MAX_DRAIN_RATIO:.0f}x, finding the oldest order costs more as orders "
+        "leave the front of the level (what does a plain dict do with deleted keys?)")

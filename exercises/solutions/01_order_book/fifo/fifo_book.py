@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -31,9 +32,12 @@ class Level:
     """The orders resting at one price, oldest first, and their total quantity."""
 
     def __init__(self) -> None:
-        # A dict keeps insertion order, so its first value is the oldest order, and
-        # `del` removes any order by id in O(1) (a list would have to search for it).
-        self.orders: dict[int, Order] = {}
+        # An OrderedDict keeps insertion order, so its first value is the oldest order,
+        # and `del` removes any order by id in O(1) (a list would have to search for it).
+        # A plain dict keeps the order too, but finds its first value by stepping over
+        # the slots its deleted keys left at the front: taking the oldest order again
+        # and again, as a sweep through a long level does, would cost more each time.
+        self.orders: OrderedDict[int, Order] = OrderedDict()
         self.qty = 0
 
     def push_back(self, order: Order) -> None:
