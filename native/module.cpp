@@ -12,6 +12,7 @@ void register_gen(nb::module_& m);
 void register_exercises(nb::module_& m);
 void register_market(nb::module_& m);
 void register_pipeline(nb::module_& m);
+void register_capped_ref(nb::module_& m);  // benchmark-only (group "engine")
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -25,4 +26,5 @@ NB_MODULE(_native, m) {
     register_exercises(m);
     register_market(m);
     register_pipeline(m);
+    register_capped_ref(m);
 }

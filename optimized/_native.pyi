@@ -466,3 +466,20 @@ class Pipeline:
 
     def hist_counts(self, which: str) -> list[int]:
         """The bucket counts of one histogram ('parse' or 'e2e')."""
+
+class CappedRef:
+    """Benchmark-only capped flat-array matching engine (capped_ref.hpp)."""
+
+    def __init__(self, events: numpy.typing.NDArray[numpy.uint8], max_refs: int) -> None:
+        """
+        Check and copy EVENT_DTYPE records (as raw bytes): A adds for locate 1 only,
+        prices 1..100,000, references 1..max_refs, each once (ValueError otherwise).
+        """
+
+    @property
+    def adds(self) -> int: ...
+    def run(self) -> numpy.typing.NDArray[numpy.void]:
+        """Match every add from an empty book; returns the fills (FILL_DTYPE)."""
+
+    def resting(self) -> int:
+        """Orders resting after the last run()."""

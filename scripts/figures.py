@@ -184,6 +184,8 @@ def load_run(path: Path) -> dict[str, Any]:
 def parse_benchmarks(data: dict[str, Any]) -> dict[str, Group]:
     groups: dict[str, Group] = {}
     for raw in data.get("benchmarks", []):
+        if isinstance((raw.get("extra_info") or {}).get("paired"), dict):
+            continue  # a paired target's record: shown in the targets table, not a group's
         name = str(raw.get("name", "?"))
         params = dict(raw.get("params") or {})
         impl = params.pop("impl", None)
@@ -349,25 +351,40 @@ def numbers(groups: dict[str, Group], label: str) -> dict[str, str]:
 
 
 def targets_html(results: list[dict[str, Any]], data: dict[str, Any], label: str) -> str:
-    """The speed targets as ratios from this run, as the same kind of table as a group's."""
+    """The speed targets from this run (scripts/targets.py): each ratio the median of the
+    per-pair ratios of a paired measurement, with its interquartile range."""
     e = html.escape
     lines = ['<div class="tm-bench" data-group="targets">', "<table>",
-             "<caption>Speed targets, as ratios of two benchmarks measured in the same run "
-             "(scripts/targets.py). A ratio from one run is a claim about this machine.</caption>",
-             "<thead><tr><th>target</th><th>measured</th><th>per op (fast / slow)</th>"
-             "<th>status</th></tr></thead>", "<tbody>"]
+             "<caption>Speed targets (scripts/targets.py). Each ratio is the median of the "
+             "per-pair ratios of a paired measurement (the two sides interleaved in one "
+             "process, A B A B ...), with its interquartile range; memory targets are one "
+             "measured value. A ratio from one run is a claim about this machine.</caption>",
+             "<thead><tr><th>target</th><th>measured (median, IQR)</th>"
+             "<th>pairs, median per op (fast / slow)</th><th>status</th></tr></thead>",
+             "<tbody>"]
     for r in results:
         if r["status"] == "not measured":
             lines.append(f"<tr><th scope=\"row\">{e(r['claim'])}</th><td>not measured</td>"
                          "<td></td><td></td></tr>")
             continue
-        bound = ("&le; " if r["at_most"] else "&ge; ") + f"{r['bound']:g}&times;"
-        need = "no target" if r["status"] == "reported" else f"need {bound}"
+        bound = ("&le; " if r["at_most"] else "&ge; ") + f"{r['bound']:g}"
         status = {"pass": "met", "FAIL": "<strong>NOT met</strong>"}.get(r["status"], "reported")
-        lines.append(
-            f"<tr><th scope=\"row\">{e(r['claim'])}</th><td>{fmt_ratio(r['ratio'])} ({need})</td>"
-            f"<td>{fmt_time(r['fast_s_per_op'])} / {fmt_time(r['slow_s_per_op'])}</td>"
-            f"<td>{status}</td></tr>")
+        if r.get("kind") == "value":
+            need = ("no target" if r["status"] == "reported"
+                    else f"need {bound} {e(r['unit'])}")
+            measured = f"{r['value']:.0f} {e(r['unit'])} ({need})"
+            detail = e(str(r.get("detail", "")))
+        else:
+            need = "no target" if r["status"] == "reported" else f"need {bound}&times;"
+            measured = (f"{fmt_ratio(r['ratio'])} <small>(IQR {fmt_ratio(r['q1'])}–"
+                        f"{fmt_ratio(r['q3'])})</small> ({need})")
+            detail = (f"{r['pairs']} pairs; {fmt_time(r['fast_s_per_op'])} / "
+                      f"{fmt_time(r['slow_s_per_op'])}<br><small>{e(r['fast'])} / "
+                      f"{e(r['slow'])}</small>")
+            if r.get("valgrind"):
+                detail += f"<br><small>{e(targets.counts_text(r['valgrind']))}</small>"
+        lines.append(f"<tr><th scope=\"row\">{e(r['claim'])}</th><td>{measured}</td>"
+                     f"<td>{detail}</td><td>{status}</td></tr>")
     lines += ["</tbody></table>",
               f'<p class="tm-bench-note">Measured on: {e(label)}</p>', "</div>", ""]
     return "\n".join(lines)
@@ -378,7 +395,10 @@ def target_numbers(results: list[dict[str, Any]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in results:
         if r["status"] != "not measured":
-            out[f"target-{r['key']}"] = fmt_ratio(r["ratio"])
+            out[f"target-{r['key']}"] = (f"{r['value']:.0f} {r['unit']}" if r.get("kind") == "value"
+                                         else fmt_ratio(r["ratio"]))
+            if r.get("kind") != "value":
+                out[f"target-{r['key']}-iqr"] = f"{fmt_ratio(r['q1'])}–{fmt_ratio(r['q3'])}"
             out[f"target-{r['key']}-status"] = {"pass": "met", "FAIL": "NOT met"}.get(
                 r["status"], r["status"])
     return out

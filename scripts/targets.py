@@ -1,11 +1,15 @@
-"""Assert the speed targets as ratios over one pytest-benchmark JSON run.
+"""Assert the speed targets over one pytest-benchmark JSON run.
 
-Usage: python scripts/targets.py out/bench.json [--markdown FILE] [--no-fail]
+Usage: python scripts/targets.py out/bench.json [more.json ...] [--markdown FILE] [--no-fail]
 
-Each target compares two benchmarks measured in the same run (so machine noise and
-clock speed cancel as far as they can). A ratio from one run is a claim about this
-machine, not a law; the table says which run and machine it came from. Targets whose
-benchmarks are absent from the JSON are reported as "not measured", not as passes.
+Every ratio target is measured **paired** (tests/bench/paired.py): the two sides' rounds
+interleaved in one process (A B A B ..., at least 11 pairs, after a warm-up), the target
+judged on the median of the per-pair ratios, and the table printing that median with its
+interquartile range. A drift of the machine moves both halves of a pair together. A few
+targets are bounds on one measured value (peak memory), recorded by the benchmark as
+``extra_info["measure"]``. A ratio from one run is a claim about this machine, not a law;
+the table says which run and machine it came from. Targets whose records are absent from
+the JSON are reported as "not measured", not as passes. Never re-run looking for a pass.
 """
 
 from __future__ import annotations
@@ -23,178 +27,129 @@ import machine  # noqa: E402 - scripts/ is not a package
 
 @dataclass(frozen=True)
 class Target:
-    """``slow`` / ``fast`` >= minimum (or, with ``at_most``, <= maximum)."""
+    """A paired ratio (slow / fast per op, median over pairs) >= bound (<= with at_most).
+
+    ``kind="value"`` targets bound one measured value instead (``unit`` says what it is).
+    ``key`` names the benchmark record (extra_info["paired"]["key"] or
+    extra_info["measure"]["key"]); the book includes the result as numbers.md:target-<key>.
+    """
 
     issue: str
-    key: str  # short name: the book includes the ratio as numbers.md:target-<key>
+    key: str
     claim: str
     group: str
-    fast: tuple[str, ...]  # (workload, impl) selectors; the first present is used
-    slow: tuple[str, ...]
     bound: float
     at_most: bool = False
     report_only: bool = False  # a measured ratio the book reports, with no target to meet
-    metric: str = "median_per_op"  # or "cpp_ns_per_op" (timed inside C++)
+    kind: str = "ratio"  # or "value"
+    unit: str = ""
 
 
 TARGETS: tuple[Target, ...] = (
-    Target(
-        "chapter 1",
-        "book-batch-vs-naive",
-        "optimized batch >= 100x naive (realistic 1M-op stream)",
-        "book",
-        ("realistic/optimized-batch",),
-        ("realistic/naive-call|realistic/naive-batch",),
-        100.0,
-    ),
-    Target(
-        "chapter 1",
-        "book-call-vs-naive",
-        "optimized per call >= 5x naive per call (realistic stream)",
-        "book",
-        ("realistic/optimized-call",),
-        ("realistic/naive-call",),
-        5.0,
-    ),
-    Target(
-        "chapter 1",
-        "book-vs-map",
-        "optimized >= 3x std::map baseline (both batch, realistic stream)",
-        "book",
-        ("realistic/optimized-batch",),
-        ("realistic/baseline-batch",),
-        3.0,
-    ),
-    Target(
-        "chapter 1",
-        "book-depth-flat",
-        "C++ add+cancel flat: 100,000 levels within 1.5x of 100 levels",
-        "book-depth",
-        ("depth100/optimized-cpp",),
-        ("depth100000/optimized-cpp",),
-        1.5,
-        at_most=True,
-        metric="cpp_ns_per_op",
-    ),
-    Target(
-        "chapter 3",
-        "itch-vs-naive",
-        "ITCH decode: optimized >= 50x naive (generated day, in memory)",
-        "itch",
-        ("day/optimized",),
-        ("day/naive",),
-        50.0,
-    ),
-    Target(
-        "chapter 3",
-        "itch-vs-itchcpp",
-        "ITCH decode: optimized >= 20x itchfeed's C++ backend",
-        "itch",
-        ("day/optimized",),
-        ("day/itchcpp",),
-        20.0,
-    ),
-    Target(
-        "chapter 3",
-        "itch-vs-read",
-        "ITCH decode: optimized bytes/s >= 30% of a plain sequential read",
-        "itch",
-        ("day/optimized",),
-        ("day/sum_bytes",),
-        0.3,
-    ),
-    Target(
-        "chapter 5",
-        "replay-book-vs-naive",
-        "replay book mode: optimized >= 50x naive (5M-message day, end to end)",
-        "replay",
-        ("book/optimized",),
-        ("book/naive",),
-        50.0,
-    ),
-    Target(
-        "chapter 5",
-        "replay-match-vs-naive",
-        "replay match mode: optimized >= 50x naive (5M-message flow, end to end)",
-        "replay",
-        ("match/optimized",),
-        ("match/naive",),
-        50.0,
-    ),
-    Target(
-        "chapter 6",
-        "pipeline-vs-naive",
-        "pipeline: optimized >= 50x the naive pipeline (order flow, fills CSV written)",
-        "pipeline",
-        ("match/optimized-pipeline",),
-        ("match/naive-pipeline",),
-        50.0,
-    ),
-    Target(
-        "chapter 6",
-        "pipeline-vs-single",
-        "what pipelining gains on this machine: single-threaded time / pipeline time",
-        "pipeline",
-        ("match/optimized-pipeline",),
-        ("match/optimized-single",),
-        0.0,
-        report_only=True,
-    ),
+    Target("chapter 1", "book-batch-vs-naive",
+           "optimized batch >= 100x naive, the faster of its two modes (realistic 1M-op stream)",
+           "book", 100.0),
+    Target("chapter 1", "book-call-vs-naive",
+           "optimized per call >= 5x naive per call (realistic stream)", "book", 5.0),
+    Target("chapter 1", "book-vs-map",
+           "optimized >= 3x std::map baseline (both batch, realistic stream)", "book", 3.0),
+    Target("chapter 1", "book-depth-flat",
+           "C++ add+cancel flat: 100,000 levels within 1.5x of 100 levels (timed in C++)",
+           "book-depth", 1.5, at_most=True),
+    Target("chapter 3", "itch-vs-naive",
+           "ITCH decode: optimized >= 50x naive (1M-message day, in memory)", "itch", 50.0),
+    Target("chapter 3", "itch-vs-itchcpp",
+           "ITCH decode: optimized >= 20x itchfeed's C++ backend (1M-message day)", "itch", 20.0),
+    Target("chapter 3", "itch-vs-read",
+           "ITCH decode: optimized bytes/s >= 30% of a plain sequential read", "itch", 0.3),
+    Target("chapter 5", "replay-book-vs-naive",
+           "replay book mode: optimized >= 50x naive (1M-message day, end to end)", "replay",
+           50.0),
+    Target("chapter 5", "replay-match-vs-naive",
+           "replay match mode: optimized >= 50x naive (1M-message flow, end to end)", "replay",
+           50.0),
+    Target("chapter 5", "engine-day5m-vs-itchbook",
+           "book mode: optimized >= 1.5x itch-book (5M messages, 500 symbols, same file)",
+           "engine", 1.5),
+    Target("chapter 5", "engine-day20m-vs-itchbook",
+           "book mode: optimized >= 1.5x itch-book (20M messages, 4,000 symbols, same file)",
+           "engine", 1.5),
+    Target("chapter 5", "engine-growth",
+           "book mode: ns/message at 4,000 symbols within 1.25x of 500 symbols", "engine",
+           1.25, at_most=True),
+    Target("chapter 5", "engine-match-vs-capped",
+           "match mode: optimized within 1.2x of the capped flat-array reference "
+           "(uniform 1M-add file)", "engine", 1.2, at_most=True),
+    Target("chapter 5", "engine-65536-books-rss",
+           "65,536 one-order books: peak RSS of the process within 200 MB", "engine", 200.0,
+           at_most=True, kind="value", unit="MB"),
+    Target("chapter 5", "engine-65536-books-4-rss",
+           "65,536 books of 4 orders each: peak RSS of the process", "engine", 0.0,
+           report_only=True, kind="value", unit="MB"),
+    Target("chapter 5", "engine-full-day-rss",
+           "full-size day (270M messages) in book mode: peak RSS under 2 GB (make bench-day)",
+           "engine-day", 2048.0, at_most=True, kind="value", unit="MB"),
+    Target("chapter 6", "pipeline-vs-naive",
+           "pipeline: optimized >= 50x the naive pipeline (order flow, fills CSV written)",
+           "pipeline", 50.0),
+    Target("chapter 6", "pipeline-vs-single",
+           "what pipelining gains on this machine: single-threaded time / pipeline time",
+           "pipeline", 0.0, report_only=True),
 )
 
 
-def index(bench: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """'workload/impl' -> benchmark record."""
-    out: dict[str, dict[str, Any]] = {}
-    for b in bench["benchmarks"]:
-        info = b.get("extra_info", {})
-        if "workload" in info and "impl" in info:
-            out[f"{info['workload']}/{info['impl']}"] = b
-    return out
-
-
-def per_op(b: dict[str, Any], metric: str) -> float:
-    """Seconds per operation of one benchmark."""
-    info = b.get("extra_info", {})
-    if metric == "cpp_ns_per_op":
-        return float(info["cpp_ns_per_op"]) * 1e-9
-    return float(b["stats"]["median"]) / max(1, int(info.get("ops", 1)))
-
-
-def pick(rows: dict[str, dict[str, Any]], selector: str, metric: str) -> tuple[str, float] | None:
-    """The fastest present benchmark among 'a|b|c' alternatives."""
-    found = [(key, per_op(rows[key], metric)) for key in selector.split("|") if key in rows]
-    return min(found, key=lambda kv: kv[1]) if found else None
+def records(bench: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(paired records by key, measured values by key) of one run."""
+    paired: dict[str, dict[str, Any]] = {}
+    values: dict[str, dict[str, Any]] = {}
+    for b in bench.get("benchmarks", []):
+        info = b.get("extra_info") or {}
+        if isinstance(info.get("paired"), dict):
+            paired[str(info["paired"]["key"])] = info["paired"]
+        if isinstance(info.get("measure"), dict):
+            values[str(info["measure"]["key"])] = info["measure"]
+    return paired, values
 
 
 def evaluate(bench: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = index(bench)
+    paired, values = records(bench)
     results: list[dict[str, Any]] = []
     for t in TARGETS:
-        fast = pick(rows, t.fast[0], t.metric)
-        slow = pick(rows, t.slow[0], t.metric)
-        if fast is None or slow is None:
-            results.append({"key": t.key, "claim": t.claim, "status": "not measured"})
+        base = {"issue": t.issue, "key": t.key, "claim": t.claim, "kind": t.kind,
+                "bound": t.bound, "at_most": t.at_most, "unit": t.unit}
+        if t.kind == "value":
+            m = values.get(t.key)
+            if m is None:
+                results.append({**base, "status": "not measured"})
+                continue
+            value = float(m["value"])
+            ok = value <= t.bound if t.at_most else value >= t.bound
+            status = "reported" if t.report_only else ("pass" if ok else "FAIL")
+            results.append({**base, "value": value, "detail": str(m.get("detail", "")),
+                            "status": status})
             continue
-        ratio = slow[1] / fast[1]
+        p = paired.get(t.key)
+        if p is None:
+            results.append({**base, "status": "not measured"})
+            continue
+        ratio = float(p["median"])
         ok = ratio <= t.bound if t.at_most else ratio >= t.bound
         status = "reported" if t.report_only else ("pass" if ok else "FAIL")
-        results.append(
-            {
-                "issue": t.issue,
-                "key": t.key,
-                "claim": t.claim,
-                "fast": fast[0],
-                "slow": slow[0],
-                "fast_s_per_op": fast[1],
-                "slow_s_per_op": slow[1],
-                "ratio": ratio,
-                "bound": t.bound,
-                "at_most": t.at_most,
-                "status": status,
-            }
-        )
+        results.append({**base, "fast": p["fast"], "slow": p["slow"],
+                        "valgrind": p.get("valgrind"),
+                        "fast_s_per_op": float(p["fast_s_per_op"]),
+                        "slow_s_per_op": float(p["slow_s_per_op"]),
+                        "ratio": ratio, "q1": float(p["q1"]), "q3": float(p["q3"]),
+                        "pairs": int(p["pairs"]), "status": status})
     return results
+
+
+def merge(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several JSON runs as one (make bench-day writes its own): benchmarks concatenated,
+    machine and date of the first run."""
+    out = dict(runs[0])
+    out["benchmarks"] = [b for r in runs for b in r.get("benchmarks", [])]
+    return out
 
 
 def fmt_time(seconds: float) -> str:
@@ -204,8 +159,28 @@ def fmt_time(seconds: float) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
+def describe(r: dict[str, Any]) -> tuple[str, str]:
+    """(measured, detail) cells of one result: the median ratio with its IQR, or a value."""
+    bound = ("<= " if r["at_most"] else ">= ") + f"{r['bound']:g}"
+    if r["kind"] == "value":
+        need = "no target" if r["status"] == "reported" else f"need {bound} {r['unit']}"
+        return (f"{r['value']:.0f} {r['unit']} ({need})", r.get("detail", ""))
+    need = "no target" if r["status"] == "reported" else f"need {bound}x"
+    detail = (f"{r['pairs']} pairs; per op {fmt_time(r['fast_s_per_op'])} / "
+              f"{fmt_time(r['slow_s_per_op'])} ({r['fast']} / {r['slow']})")
+    if r.get("valgrind"):
+        detail += "; " + counts_text(r["valgrind"])
+    return f"{r['ratio']:.2f}x (IQR {r['q1']:.2f}-{r['q3']:.2f}; {need})", detail
+
+
+def counts_text(v: dict[str, dict[str, float]]) -> str:
+    """Cachegrind's per-op counts of both sides (deterministic; simulated caches)."""
+    f, s = v["fast"], v["slow"]
+    return (f"cachegrind per op (fast / slow): {f['Ir']:.0f} / {s['Ir']:.0f} instructions, "
+            f"{f['D1']:.2f} / {s['D1']:.2f} D1 misses, {f['LL']:.2f} / {s['LL']:.2f} LL misses")
+
+
 def markdown(results: list[dict[str, Any]], bench: dict[str, Any]) -> str:
-    m = bench.get("machine_info", {})
     m = bench.get("machine_info", {})
     tm = m.get("twinmatch")
     where = (
@@ -214,32 +189,29 @@ def markdown(results: list[dict[str, Any]], bench: dict[str, Any]) -> str:
         else f"{m.get('cpu', {}).get('brand_raw', '?')}, Python {m.get('python_version', '?')}"
     )
     lines = [
-        f"Ratios measured in one run ({bench.get('datetime', '?')[:19]}) on {where}. "
-        "A ratio from one run is a claim about this machine, not a law.",
+        f"Ratios measured in one run ({bench.get('datetime', '?')[:19]}) on {where}, each "
+        "the median of per-pair ratios (the two sides interleaved in one process), with its "
+        "interquartile range. A ratio from one run is a claim about this machine, not a law.",
         "",
-        "| target | measured | per op (fast / slow) | status |",
+        "| target | measured (median, IQR) | pairs, median per op (fast / slow) | status |",
         "|---|---|---|---|",
     ]
     for r in results:
         if r["status"] == "not measured":
             lines.append(f"| {r['claim']} | not measured | | |")
             continue
-        bound = ("<= " if r["at_most"] else ">= ") + f"{r['bound']:g}x"
-        need = "no target" if r["status"] == "reported" else f"need {bound}"
-        lines.append(
-            f"| {r['claim']} | {r['ratio']:.2f}x ({need}) | "
-            f"{fmt_time(r['fast_s_per_op'])} / {fmt_time(r['slow_s_per_op'])} | {r['status']} |"
-        )
+        measured, detail = describe(r)
+        lines.append(f"| {r['claim']} | {measured} | {detail} | {r['status']} |")
     return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("bench", type=Path)
+    parser.add_argument("bench", type=Path, nargs="+", help="pytest-benchmark JSON file(s)")
     parser.add_argument("--markdown", type=Path, help="also write the table here")
     parser.add_argument("--no-fail", action="store_true", help="report only, exit 0")
     args = parser.parse_args(argv)
-    bench = json.loads(args.bench.read_text())
+    bench = merge([json.loads(p.read_text()) for p in args.bench])
     results = evaluate(bench)
     table = markdown(results, bench)
     print(table)

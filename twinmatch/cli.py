@@ -12,7 +12,14 @@ from typing import Any
 import numpy as np
 
 from twinmatch.flow import cached_order_flow
-from twinmatch.gen import FORMATS, GenResult, write_csv_flow, write_itch_flow, write_market_day
+from twinmatch.gen import (
+    FORMATS,
+    GenResult,
+    write_csv_flow,
+    write_itch_flow,
+    write_market_day,
+    write_uniform_flow,
+)
 
 Runner = Callable[[Any, np.ndarray], tuple[np.ndarray, np.ndarray]]
 
@@ -149,6 +156,12 @@ def gen_flow(args: argparse.Namespace) -> int:
     return 0
 
 
+def gen_uniform(args: argparse.Namespace) -> int:
+    """One symbol's uniform adds (ITCH): half buys then half sells, prices 10,000..90,000."""
+    _report("uniform", write_uniform_flow(args.out, args.orders, args.seed))
+    return 0
+
+
 def replay_cmd(args: argparse.Namespace) -> int:
     """Replay a feed through one twin's many-books market and report."""
     import json
@@ -239,6 +252,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="csv: one symbol, order_id,price,quantity,side; itch: many symbols")
     f.add_argument("--symbols", type=int, default=500, help="itch only")
     f.set_defaults(func=gen_flow)
+    u = gen_sub.add_parser("uniform", help="one symbol, uniform prices: the match-mode stress "
+                                           "file (ITCH adds, buys then sells)")
+    u.add_argument("--orders", type=int, default=1_000_000)
+    u.add_argument("--seed", type=int, default=1)
+    u.add_argument("--out", type=Path, required=True, help="output file (ITCH)")
+    u.set_defaults(func=gen_uniform)
     r = sub.add_parser("replay", help="replay a feed (ITCH, gzip, PCAP, CSV, LOBSTER) "
                                       "through the many-books market")
     r.add_argument("file", type=Path)

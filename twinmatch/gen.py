@@ -356,3 +356,80 @@ def write_csv_flow(path: str | Path, orders: int, seed: int = 1) -> GenResult:
               "cancel": int((ops["op"] == OP_CANCEL).sum())}
     return GenResult(paths=[path], messages=len(ops), counts=counts,
                      seconds=time.perf_counter() - start)
+
+
+# ---- the uniform file: one symbol, a price range far wider than any window -------------
+
+UNIFORM_STOCK: Final = b"UNIFORM "
+UNIFORM_PRICES: Final = (10_000, 90_000)  # ITCH units: $1.0000 .. $9.0000, every one a level
+UNIFORM_QTY: Final = (1, 500)
+
+# A framed A message (Add Order, no MPID): 2-byte length, then 36 bytes, big-endian.
+_ADD_FRAMED: Final = np.dtype([
+    ("length", ">u2"), ("type", "S1"), ("locate", ">u2"), ("tracking", ">u2"),
+    ("timestamp", "u1", (6,)), ("order_ref", ">u8"), ("side", "S1"), ("shares", ">u4"),
+    ("stock", "S8"), ("price", ">u4"),
+])
+assert _ADD_FRAMED.itemsize == 38
+
+
+# --8<-- [start:uniform_flow]
+def uniform_flow_bytes(orders: int = 1_000_000, seed: int = 1) -> bytes:
+    """One symbol's order flow as framed ITCH: ``orders`` adds, the first half buys, the
+    second half sells, prices uniform over 10,000..90,000 (ITCH units, every tick a level),
+    quantities uniform over 1..500, order references 1, 2, 3, ... in file order.
+
+    Every buy rests (no sell has arrived yet); the sells then trade into the bids from the
+    top down and rest where they no longer cross. The file opens with S 'O' and the R
+    directory message naming locate 1, and ends with S 'C'.
+    """
+    from naive.itch import CLASSES, StockDirectory, frame
+
+    rng = np.random.default_rng(seed)
+    add = np.zeros(orders, dtype=_ADD_FRAMED)
+    add["length"] = 36
+    add["type"] = b"A"
+    add["locate"] = 1
+    ts = np.uint64(34_200_000_000_000) + np.arange(orders, dtype=np.uint64) * np.uint64(1000)
+    add["timestamp"] = ts.astype(">u8").view(np.uint8).reshape(orders, 8)[:, 2:]  # 48 bits
+    add["order_ref"] = np.arange(1, orders + 1, dtype=np.uint64)
+    add["side"] = np.where(np.arange(orders) < orders // 2, b"B", b"S")
+    lo, hi = UNIFORM_PRICES
+    add["price"] = rng.integers(lo, hi + 1, orders, dtype=np.uint32)
+    add["shares"] = rng.integers(UNIFORM_QTY[0], UNIFORM_QTY[1] + 1, orders, dtype=np.uint32)
+    add["stock"] = UNIFORM_STOCK
+    head = frame(CLASSES[b"S"](0, 0, 3 * 3600 * 10**9, b"O")) + frame(StockDirectory(
+        1, 0, 3 * 3600 * 10**9 + 1, UNIFORM_STOCK, b"Q", b"N", 100, b"N", b"C", b"Z", b"P",
+        b"N", b"N", b"2", b"N", 0, b"N"))
+    tail = frame(CLASSES[b"S"](0, 0, 20 * 3600 * 10**9, b"C"))
+    return head + add.tobytes() + tail
+# --8<-- [end:uniform_flow]
+
+
+def write_uniform_flow(path: str | Path, orders: int = 1_000_000, seed: int = 1) -> GenResult:
+    """Write :func:`uniform_flow_bytes` to ``path`` (``twinmatch gen uniform``)."""
+    start = time.perf_counter()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(uniform_flow_bytes(orders, seed))
+    return GenResult(paths=[path], messages=orders + 3,
+                     counts={"S": 2, "R": 1, "A": orders},
+                     seconds=time.perf_counter() - start)
+
+
+def many_locates_events(locates: int = 65_536, per_book: int = 1) -> np.ndarray:
+    """``per_book`` resting buy adds on each locate 0..locates-1 (EVENT_DTYPE, in memory):
+    what many books cost in memory. Prices step down one cent per round; references run
+    1, 2, 3, ... round by round."""
+    from twinmatch.dtypes import EVENT_DTYPE
+
+    n = locates * per_book
+    ev = np.zeros(n, dtype=EVENT_DTYPE)
+    ev["type"] = ord("A")
+    ev["locate"] = np.tile(np.arange(locates, dtype=np.uint16), per_book)
+    ev["order_ref"] = np.arange(1, n + 1, dtype=np.uint64)
+    ev["side"] = ord("B")
+    ev["price"] = 1_000_000 - 100 * np.repeat(np.arange(per_book, dtype=np.uint32), locates)
+    ev["shares"] = 100
+    ev["timestamp"] = np.arange(n, dtype=np.uint64)
+    return ev
