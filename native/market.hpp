@@ -49,6 +49,7 @@
 
 #include "book.hpp"
 #include "dtypes.hpp"
+#include "itch.hpp"
 
 namespace twinmatch {
 
@@ -504,24 +505,61 @@ public:
     void run(const ItchEvent* ev, std::size_t n, std::vector<FillRecord>& fills) {
         applied_ = 0;
         for (std::size_t k = 0; k < n; ++k) {
-            const ItchEvent& e = ev[k];
-            auto idx = static_cast<std::uint32_t>(k);
-            switch (e.type) {
-                case 'R': std::memcpy(&names_[std::size_t(e.locate) * 8], e.stock, 8); break;
-                case 'H':  // the trading state: recorded, never gates an update
-                    trading_[e.locate] = static_cast<std::uint16_t>(0x100 | e.side);
-                    break;
-                case 'A': case 'F': case 'E': case 'C': case 'X': case 'D': case 'U':
-                    if (mode_ == Mode::Book) feed(e, idx, fills); else match(e, idx, fills);
-                    ++activity_[e.locate];  // counted once the event has applied
-                    break;
-                default: break;  // S P Q B ...: counted only
-            }
-            ++counts_.events[e.type];
-            clock_ = std::max(clock_, e.timestamp);
+            apply(ev[k], static_cast<std::uint32_t>(k), fills);
             applied_ = k + 1;
         }
     }
+    // --8<-- [end:run]
+
+    // --8<-- [start:run_itch]
+    // Decode and apply in one pass: the framed ITCH records of buf[0, n) (checked and
+    // counted exactly as itch::scan does: same framing rules, same errors, a partial
+    // record at the end left for the caller), each applied as soon as it is decoded.
+    // Nothing goes through memory between the two: the event is a local (in registers or
+    // the L1 cache), where run() reads a 56-byte record per message back from an array
+    // that the decoder wrote out, which for a big batch means from main memory twice.
+    // `counts` (256, by type byte) is added to; fills get op_index = the event's index
+    // among this call's events, as if scan() had produced them and run() applied them.
+    itch::ScanResult run_itch(const std::uint8_t* buf, std::size_t n, std::uint64_t* counts,
+                              std::vector<FillRecord>& fills) {
+        applied_ = 0;
+        itch::ScanResult r;
+        std::size_t off = 0;
+        std::uint32_t k = 0;
+        ItchEvent e;
+        while (n - off >= 2) {
+            const std::size_t len = itch::be16(buf + off);
+            if (len == 0) {
+                r.error = itch::Error::ZeroLength;
+                break;
+            }
+            if (n - off - 2 < len) break;  // partial record: the caller's next window
+            const std::uint8_t* msg = buf + off + 2;
+            const std::uint8_t type = msg[0];
+            const std::size_t want = itch::kLength[type];
+            if (want != len) [[unlikely]] {
+                if (want != 0) {
+                    r.error = itch::Error::BadLength;
+                    r.error_type = type;
+                    r.error_length = static_cast<std::uint16_t>(len);
+                    break;
+                }
+                ++counts[type];  // unknown type: counted, skipped
+                off += 2 + len;
+                continue;
+            }
+            ++counts[type];
+            if (itch::decode_event(msg, e)) {  // reads exactly `want` bytes
+                apply(e, k, fills);
+                applied_ = ++k;
+            }
+            off += 2 + len;
+        }
+        r.consumed = off;
+        r.events = k;
+        return r;
+    }
+    // --8<-- [end:run_itch]
     // --8<-- [end:run]
 
     // ---- queries (both modes) ----
@@ -675,6 +713,24 @@ private:
                                    static_cast<std::uint8_t>(side), {}});  // reserved
         ++counts_.fills;
         counts_.volume += qty;
+    }
+
+    // One event, in either mode (run() and run_itch() share it).
+    [[gnu::always_inline]] void apply(const ItchEvent& e, std::uint32_t idx,
+                                      std::vector<FillRecord>& fills) {
+        switch (e.type) {
+            case 'R': std::memcpy(&names_[std::size_t(e.locate) * 8], e.stock, 8); break;
+            case 'H':  // the trading state: recorded, never gates an update
+                trading_[e.locate] = static_cast<std::uint16_t>(0x100 | e.side);
+                break;
+            case 'A': case 'F': case 'E': case 'C': case 'X': case 'D': case 'U':
+                if (mode_ == Mode::Book) feed(e, idx, fills); else match(e, idx, fills);
+                ++activity_[e.locate];  // counted once the event has applied
+                break;
+            default: break;  // S P Q B ...: counted only
+        }
+        ++counts_.events[e.type];
+        clock_ = std::max(clock_, e.timestamp);
     }
 
     // ------------------------------------------------------------ book mode

@@ -9,18 +9,29 @@ which starts with the smallest price window and moves to the full one once it ho
 orders. One order table resolves every live order reference: indexed directly by the
 reference (pages allocated on demand) below 2^34, a keyed hash table above.
 ``run(events)`` reads the decoders' ``EVENT_DTYPE`` array in place and applies it with
-the GIL released. The rules (modes, anomalies, rejects, text) are written out in
+the GIL released; ``run_itch(buffer)`` / ``run_file(path)`` decode framed ITCH and apply
+each message as it is decoded, with no events array between the two (what ``twinmatch
+replay`` runs for an ITCH file). The rules (modes, anomalies, rejects, text) are written out in
 naive/market.py's docstring; both twins count everything alike.
 """
 
 from __future__ import annotations
 
+import mmap
+import os
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Final
 
 import numpy as np
 
 from optimized import _native
+from optimized.itch import LENGTHS, tail_error
 from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, REASONS, as_records
+from twinmatch.itch_errors import ITCH_REASONS, ItchError, counts_dict
+from twinmatch.itch_files import CHUNK_SIZE, check_not_capture, file_chunks, is_gzip
+
+Batch = tuple[np.ndarray, dict[str, int]]
 
 __all__ = ["ANOMALIES", "BOOK_STATES", "MODES", "Market", "show_bytes"]
 
@@ -55,6 +66,75 @@ class Market:
         raw = as_records(events, EVENT_DTYPE, "events").view(np.uint8)
         fills: np.ndarray = self._m.run_bytes(raw)
         return fills
+
+    # --8<-- [start:run_itch]
+    def run_itch(self, buffer: bytes | memoryview | mmap.mmap | np.ndarray, base: int = 0
+                 ) -> tuple[np.ndarray, dict[str, int], int, ItchError | None]:
+        """Decode the whole ITCH records at the start of ``buffer`` and apply each at once.
+
+        Returns (fills, counts by type, consumed bytes, error or None): what
+        ``optimized.itch.scan`` then ``run`` would give, stopping at a partial record or
+        a bad one (``base`` is the buffer's offset in the file, for the error).
+        """
+        fills, per_byte, consumed, _, code, msg_type, length = self._m.run_itch(buffer)
+        counts = counts_dict(np.asarray(per_byte, dtype=np.uint64))
+        if code == 0:
+            return fills, counts, consumed, None
+        reason = ITCH_REASONS[code]
+        if reason == "bad_length":
+            error = ItchError(base + consumed, reason, msg_type, length,
+                              f"type needs {LENGTHS[msg_type]}")
+        else:  # zero_length
+            error = ItchError(base + consumed, reason, -1, 0)
+        error.events, error.counts = np.empty(0, EVENT_DTYPE), {}  # applied, not returned
+        return fills, counts, consumed, error
+
+    def run_file(self, path: str | Path, chunk_size: int = CHUNK_SIZE) -> Iterator[Batch]:
+        """Replay an ITCH file (plain or gzip): (fills, counts by type) per chunk.
+
+        The chunks and errors are ``optimized.itch.read_file``'s: a bad or truncated
+        record raises ItchError naming its offset once everything before it is applied.
+        """
+        if chunk_size < 1:
+            raise ValueError("chunk_size must be positive")
+        if is_gzip(path):
+            yield from self._run_chunked(path, chunk_size)
+            return
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                check_not_capture(mm[:4])
+                pos = 0  # file offset of the first byte not yet applied
+                boundary = 0
+                while boundary < size:
+                    boundary = min(size, boundary + chunk_size)
+                    with memoryview(mm)[pos:boundary] as window:
+                        fills, counts, consumed, error = self.run_itch(window, pos)
+                    if len(fills) or counts:
+                        yield fills, counts
+                    if error is not None:
+                        raise error
+                    pos += consumed
+                if pos != size:
+                    raise tail_error(mm[pos:size], 0, pos)
+
+    def _run_chunked(self, path: str | Path, chunk_size: int) -> Iterator[Batch]:
+        carry = b""
+        base = 0  # file offset of carry[0]
+        for chunk in file_chunks(path, chunk_size):
+            buf = carry + chunk if carry else chunk
+            fills, counts, consumed, error = self.run_itch(buf, base)
+            if len(fills) or counts:
+                yield fills, counts
+            if error is not None:
+                raise error
+            carry = buf[consumed:]
+            base += consumed
+        if carry:
+            raise tail_error(carry, 0, base)
+    # --8<-- [end:run_itch]
 
     def __len__(self) -> int:
         return len(self._m)

@@ -218,6 +218,22 @@ def batches(path: str | Path, fmt: str, impl: str) -> tuple[Iterator[Batch], Any
 # --8<-- [end:batches]
 
 
+# --8<-- [start:applied_batches]
+def applied_batches(market: Any, path: str | Path, fmt: str, impl: str
+                    ) -> tuple[Iterator[Batch], Any]:
+    """(fills, counts by message type) of each batch of a file, applied to ``market``.
+
+    The optimized twin replays an ITCH file in one pass (``Market.run_file``: each
+    message applied as it is decoded, no events array); everything else is decoded into
+    events by ``batches`` and then applied with ``market.run``.
+    """
+    if impl == "optimized" and fmt == "itch":
+        return market.run_file(path), None
+    it, reader = batches(path, fmt, impl)
+    return ((market.run(events), counts) for events, counts in it), reader
+# --8<-- [end:applied_batches]
+
+
 def new_market(impl: str, mode: str) -> Any:
     """A many-books market of one twin."""
     if impl not in IMPLS:
@@ -297,7 +313,7 @@ def replay(
     fmt = sniff(path)
     market = new_market(impl, mode)
     start = time.perf_counter()
-    it, pcap_reader = batches(path, fmt, impl)
+    applied, pcap_reader = applied_batches(market, path, fmt, impl)
     by_type: dict[str, int] = {}
     kept: list[np.ndarray] = []
     total_bytes = path.stat().st_size if fmt == "itch" and not _is_gzip(path) else None
@@ -306,8 +322,7 @@ def replay(
     try:
         if fills_out:
             fills_out.write(FILLS_HEADER)
-        for events, counts in it:
-            fills = market.run(events)
+        for fills, counts in applied:
             for t, n in counts.items():
                 by_type[t] = by_type.get(t, 0) + n
             if fills_out:
