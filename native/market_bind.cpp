@@ -200,9 +200,10 @@ void register_market(nb::module_& m) {
             "activity",
             [](BoundMarket& b) {
                 std::vector<std::pair<std::uint32_t, std::uint64_t>> out;
-                const auto& a = b.idle().activity();
-                for (std::size_t i = 0; i < a.size(); ++i)
-                    if (a[i]) out.emplace_back(static_cast<std::uint32_t>(i), a[i]);
+                const Market& mk = b.idle();
+                for (std::uint32_t i = 0; i < Market::kNoLocate; ++i)
+                    if (std::uint64_t n = mk.activity(static_cast<std::uint16_t>(i)))
+                        out.emplace_back(i, n);
                 return out;
             },
             "(locate, book messages) for every locate that had one, by locate.")
