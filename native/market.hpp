@@ -533,7 +533,7 @@ public:
     // record at the end left for the caller), each applied as soon as it is decoded.
     // Nothing goes through memory between the two: the event is a local (in registers or
     // the L1 cache), where run() reads a 56-byte record per message back from an array
-    // that the decoder wrote out, which for a big batch means from main memory twice.
+    // that the decoder wrote out, and a big batch's array no longer fits in the caches.
     // `counts` (256, by type byte) is added to; fills get op_index = the event's index
     // among this call's events, as if scan() had produced them and run() applied them.
     itch::ScanResult run_itch(const std::uint8_t* buf, std::size_t n, std::uint64_t* counts,

@@ -789,3 +789,31 @@ def test_run_itch_failed_allocation_leaves_market_unchanged(mode: str) -> None:
             continue
         assert _state(m) == _state(whole)
     assert failures > 3
+
+
+def test_best_price_follows_emptied_levels() -> None:
+    """The best bid and ask after the best level empties (the next best is the emptied
+    level's neighbour), and levels of one price on both sides and in two locates kept
+    apart (the level table's key is locate, side and price): both twins, step by step."""
+    rows = []
+    ref = 0
+    for locate in (1, 2):
+        for price in (500, 700, 600, 650, 800, 550):
+            for side in "BS":
+                ref += 1
+                rows.append(ev("A", locate=locate, ref=ref, side=side, shares=10, price=price))
+    deletes = [ev("D", locate=1 + (r - 1) // 12, ref=r) for r in (9, 10, 3, 11, 4, 7, 12, 1)]
+    deletes += [ev("X", locate=2, ref=r, shares=10) for r in (21, 22, 15, 16)]
+    got = []
+    for impl in IMPLS:
+        m = importlib.import_module(f"{impl}.market").Market("book")
+        m.run(events(*rows))
+        steps = []
+        for d in deletes:
+            m.run(events(d))
+            steps.append((m.top(1), m.top(2), m.depth(1, 0, 9), m.depth(2, 1, 9),
+                          m.book_states()))
+        got.append((steps, m.books_csv()))
+    assert got[0] == got[1]
+    steps = got[1][0]
+    assert steps[0][0] == ((700, 10), (500, 10))  # 800 bid (ref 9) deleted: 700 is next
