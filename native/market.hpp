@@ -130,7 +130,7 @@ public:
 
     static constexpr std::uint32_t kAbsent = 0xFFFF'FFFFu;
 
-    std::uint32_t find(std::uint64_t ref) const {  // the value, or kAbsent
+    [[gnu::always_inline]] std::uint32_t find(std::uint64_t ref) const {  // value or kAbsent
         for (std::uint64_t i = home(ref);; i = (i + 1) & mask_) {
             const Slot& s = slots_[i];
             if (!s.used) return kAbsent;
@@ -242,8 +242,8 @@ public:
     RefIndex(const RefIndex&) = delete;
     RefIndex& operator=(const RefIndex&) = delete;
 
-    std::uint32_t find(std::uint64_t ref) const {  // the value, or kAbsent
-        if (ref >= kDirect) [[unlikely]] return far_.find(ref);
+    [[gnu::always_inline]] std::uint32_t find(std::uint64_t ref) const {  // value or kAbsent
+        if (ref >= kDirect) [[unlikely]] return far_find(ref);
         std::uint64_t hi = ref >> (kSlotBits + kPageBits);
         if (hi >= top_.size()) return kAbsent;
         const Block* b = top_[hi];
@@ -316,6 +316,7 @@ public:
         --size_;
         if (--b->live[page] == 0) [[unlikely]] drop_if_empty(hi, page);
     }
+    [[gnu::noinline]] std::uint32_t far_find(std::uint64_t ref) const { return far_.find(ref); }
     [[gnu::noinline]] void erase_far(std::uint64_t ref) {
         if (far_.find(ref) != kAbsent) --size_;
         far_.erase(ref);
@@ -752,7 +753,13 @@ private:
     // ------------------------------------------------------------ book mode
 
     // --8<-- [start:feed]
-    void feed(const ItchEvent& e, std::uint32_t idx, std::vector<FillRecord>& fills) {
+    // The per-message steps below are always_inline: inlined into both message loops
+    // (run, run_itch) whatever the compiler's size budget for this file says. Called out
+    // of line, they would need the decoded event stored to memory and read back, and a
+    // call and return, on every message; the rare steps (a new level, an emptied one,
+    // growth) are noinline, so that the loop stays small.
+    [[gnu::always_inline]] void feed(const ItchEvent& e, std::uint32_t idx,
+                                     std::vector<FillRecord>& fills) {
         if (e.type == 'A' || e.type == 'F') return feed_add(e);
         if (e.type == 'U' && e.price == 0) return anomaly(Anomaly::BadPrice);
         if (e.type != 'D' && e.shares == 0) return anomaly(Anomaly::BadShares);
@@ -788,7 +795,7 @@ private:
         watch(b, e.timestamp);
     }
 
-    void feed_add(const ItchEvent& e) {
+    [[gnu::always_inline]] void feed_add(const ItchEvent& e) {
         if (e.side != 'B' && e.side != 'S') return anomaly(Anomaly::BadSide);
         if (e.price == 0) return anomaly(Anomaly::BadPrice);
         if (e.shares == 0) return anomaly(Anomaly::BadShares);
@@ -833,10 +840,16 @@ private:
 
     // The level of a price on one side, created (empty) if absent. May throw (a map
     // node); level_of_ must have room for one more (reserve_one) before.
-    std::uint32_t level_at(LocateState& b, std::uint16_t locate, int side, std::uint32_t price) {
+    [[gnu::always_inline]] std::uint32_t level_at(LocateState& b, std::uint16_t locate, int side,
+                                                  std::uint32_t price) {
         const std::uint64_t key = level_key(locate, side, price);
         std::uint32_t lv = level_of_.find(key);
         if (lv != RefMap::kAbsent) [[likely]] return lv;
+        return new_level(b, key, side, price);
+    }
+    [[gnu::noinline]] std::uint32_t new_level(LocateState& b, std::uint64_t key, int side,
+                                              std::uint32_t price) {
+        std::uint32_t lv;
         auto& m = b.feed->levels(side);
         budget_.spend();
         auto it = m.emplace(price, kNil).first;  // may throw; then nothing has changed
@@ -850,8 +863,8 @@ private:
     }
 
     // A new order at the back of level lv's queue. Cannot fail (everything reserved).
-    void rest(std::uint32_t lv, std::uint64_t ref, std::uint32_t shares, std::uint16_t locate,
-              int side) {
+    [[gnu::always_inline]] void rest(std::uint32_t lv, std::uint64_t ref, std::uint32_t shares,
+                                     std::uint16_t locate, int side) {
         std::uint32_t i = orders_.alloc();
         FeedLevel& l = levels_[lv];
         FeedOrder& o = orders_[i];
@@ -870,7 +883,7 @@ private:
     }
 
     // Take 1..its shares off order i (it keeps its place), removing it at zero.
-    void take(LocateState& b, std::uint32_t i, std::uint32_t shares) {
+    [[gnu::always_inline]] void take(LocateState& b, std::uint32_t i, std::uint32_t shares) {
         FeedOrder& o = orders_[i];
         if (shares == o.shares) return remove(b, i);
         o.shares -= shares;
@@ -878,13 +891,13 @@ private:
     }
 
     // Forget order i: unlink it, and its reference.
-    void remove(LocateState& b, std::uint32_t i) {
+    [[gnu::always_inline]] void remove(LocateState& b, std::uint32_t i) {
         refs_.erase(orders_[i].ref);
         unlink(b, i);
     }
     // Unlink order i from its queue and free its node; an emptied level leaves its map
     // (through its own node: no search) and the level table.
-    void unlink(LocateState& b, std::uint32_t i) {
+    [[gnu::always_inline]] void unlink(LocateState& b, std::uint32_t i) {
         FeedOrder& o = orders_[i];
         FeedLevel& l = levels_[o.level];
         if (o.prev != kNil) orders_[o.prev].next = o.next; else l.head = o.next;
@@ -893,7 +906,8 @@ private:
         if (--l.count == 0) [[unlikely]] drop_level(b, o.locate, o.side, o.level);
         orders_.release(i);
     }
-    void drop_level(LocateState& b, std::uint16_t locate, int side, std::uint32_t lv) {
+    [[gnu::noinline]] void drop_level(LocateState& b, std::uint16_t locate, int side,
+                                      std::uint32_t lv) {
         FeedLevel& l = levels_[lv];
         auto& m = b.feed->levels(side);
         if (b.best[side] == l.price) {  // the best level goes: the next one is its neighbour
@@ -927,7 +941,7 @@ private:
     // --8<-- [start:watch]
     // After a book-mode message changed book b: is it locked or crossed now? Counts the
     // episodes and the time spent in each (a clock going back adds nothing).
-    void watch(LocateState& b, std::uint64_t ts) {
+    [[gnu::always_inline]] void watch(LocateState& b, std::uint64_t ts) {
         std::uint8_t now = 0;
         std::uint32_t bid = b.best[0], ask = b.best[1];
         if (bid != 0 && ask != 0 && bid >= ask) now = bid == ask ? 1 : 2;
