@@ -4,7 +4,9 @@
 layers over :func:`replay`. What is timed is the whole run, end to end: reading the file,
 decoding it with the chosen twin's decoder, and the chosen twin's market
 (``naive.market`` / ``optimized.market``); writing the fills/books files is included
-when asked for.
+when asked for. The optimized twin reads an ITCH file in one pass (``Market.run_file``:
+the C++ decoder's per-message decode applied to the market message by message, with no
+events array in between); every other twin and format decodes a batch, then applies it.
 
 Formats are recognised by content, never by name alone:
 
