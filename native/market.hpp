@@ -50,6 +50,7 @@
 #include "book.hpp"
 #include "dtypes.hpp"
 #include "feed_text.hpp"
+#include "itch.hpp"
 
 namespace twinmatch {
 
@@ -105,7 +106,7 @@ public:
 
     static constexpr std::uint32_t kAbsent = 0xFFFF'FFFFu;
 
-    std::uint32_t find(std::uint64_t ref) const {  // the value, or kAbsent
+    [[gnu::always_inline]] std::uint32_t find(std::uint64_t ref) const {  // value or kAbsent
         for (std::uint64_t i = home(ref);; i = (i + 1) & mask_) {
             const Slot& s = slots_[i];
             if (!s.used) return kAbsent;
@@ -217,8 +218,8 @@ public:
     RefIndex(const RefIndex&) = delete;
     RefIndex& operator=(const RefIndex&) = delete;
 
-    std::uint32_t find(std::uint64_t ref) const {  // the value, or kAbsent
-        if (ref >= kDirect) [[unlikely]] return far_.find(ref);
+    [[gnu::always_inline]] std::uint32_t find(std::uint64_t ref) const {  // value or kAbsent
+        if (ref >= kDirect) [[unlikely]] return far_find(ref);
         std::uint64_t hi = ref >> (kSlotBits + kPageBits);
         if (hi >= top_.size()) return kAbsent;
         const Block* b = top_[hi];
@@ -291,6 +292,7 @@ public:
         --size_;
         if (--b->live[page] == 0) [[unlikely]] drop_if_empty(hi, page);
     }
+    [[gnu::noinline]] std::uint32_t far_find(std::uint64_t ref) const { return far_.find(ref); }
     [[gnu::noinline]] void erase_far(std::uint64_t ref) {
         if (far_.find(ref) != kAbsent) --size_;
         far_.erase(ref);
@@ -338,10 +340,16 @@ private:
 
 // --8<-- [start:feedbook]
 // Book mode's storage. All orders of all symbols live in one pool of 32-byte nodes, all
-// price levels in one pool of 24-byte levels; a symbol's FeedBook only maps its prices
-// to levels (one ordered map per side: the best bid is the last key, the best ask the
-// first). A node knows its level, so E C X D touch one order and one level and never
-// look a price up; only A F U (a new order at a price) search the map.
+// price levels in one pool of 32-byte levels; a symbol's FeedBook keeps its prices in
+// order (one ordered map per side: the best bid is the last key, the best ask the first).
+// A node knows its level, so E C X D touch one order and one level and never look a
+// price up. A F U find the level of their price in one hash table for the whole market
+// (the market's `level_of_`, keyed by locate, side and price): one probe, where a walk
+// down the map takes a cache miss and a hard-to-predict branch at every node. The map
+// is touched only when a level comes or goes, and a level knows its own map node, so
+// removing it (and finding the next best price) needs no search either.
+using LevelMap = std::pmr::map<std::uint32_t, std::uint32_t>;  // price -> level index
+
 struct FeedOrder {
     std::uint64_t ref;
     std::uint32_t shares;
@@ -360,8 +368,9 @@ struct FeedLevel {
     std::uint32_t tail;   // youngest order
     std::uint32_t count;  // orders at this price (free list: next free level)
     std::uint32_t price;
+    LevelMap::iterator node;  // this level's entry in its book's map
 };
-static_assert(sizeof(FeedLevel) == 24);
+static_assert(sizeof(FeedLevel) == 32, "two levels per cache line");
 
 // A growable array addressed by uint32 index with a free list threaded through one
 // field of the free items (Link). reserve_one() grows it before an operation changes
@@ -409,16 +418,25 @@ private:
 struct FeedBook {
     // price -> level index, per side (levels(0) bids, levels(1) asks). The map nodes come from the
     // market's pool resource: freed nodes are reused, not returned to malloc.
-    using LevelMap = std::pmr::map<std::uint32_t, std::uint32_t>;
     LevelMap bids, asks;
-    std::uint32_t best[2] = {0, 0};  // best bid, best ask (0: none), kept as levels come
-                                     // and go, so watch() needs no map walk
-    std::uint64_t since = 0;   // when the book became locked or crossed (ITCH ns)
-    std::uint8_t state = 0;    // 0 normal, 1 locked (bid = ask), 2 crossed (bid > ask)
     explicit FeedBook(std::pmr::memory_resource* r) : bids(r), asks(r) {}
     LevelMap& levels(int side) { return side == 0 ? bids : asks; }
     const LevelMap& levels(int side) const { return side == 0 ? bids : asks; }
 };
+
+// Everything a message reads about its locate besides the book's maps, in one 64-byte
+// line per locate: an E or a D touches this line, its order and its level, nothing else.
+struct alignas(64) LocateState {
+    std::unique_ptr<FeedBook> feed;  // book mode; null until the locate's first order
+    std::uint64_t activity = 0;      // book messages (A F E C X D U), both modes
+    std::uint64_t since = 0;         // when the book became locked or crossed (ITCH ns)
+    std::uint32_t best[2] = {0, 0};  // best bid, best ask (0: none), kept as levels come
+                                     // and go, so watch() needs no map walk
+    char name[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};  // raw bytes of the R message
+    std::uint16_t trading = 0;       // 0x100 | trading state of the last H, or 0
+    std::uint8_t state = 0;          // 0 normal, 1 locked (bid = ask), 2 crossed (bid > ask)
+};
+static_assert(sizeof(LocateState) == 64, "one cache line per locate");
 // --8<-- [end:feedbook]
 
 // Message counts, fills, anomalies and rejects: what a replay reports.
@@ -452,20 +470,20 @@ public:
     explicit Market(Mode mode, std::uint64_t window_levels = kDefaultWindow,
                     std::uint32_t initial_orders = kDefaultOrders)
         : mode_(mode), window_(window_levels), initial_orders_(initial_orders),
-          names_(kNoLocate * 8, ' '), activity_(kNoLocate, 0), trading_(kNoLocate, 0),
-          refs_(&budget_), orders_(&budget_), levels_(&budget_) {
+          loc_(kNoLocate), refs_(&budget_), level_of_(&budget_), orders_(&budget_),
+          levels_(&budget_) {
         Book probe(window_levels, 16);  // validates window_levels now, not at the first order
-        if (mode_ == Mode::Book) feed_.resize(kNoLocate); else books_.resize(kNoLocate);
+        if (mode_ == Mode::Match) books_.resize(kNoLocate);
     }
 
     Mode mode() const { return mode_; }
     const MarketCounts& counts() const { return counts_; }
     std::size_t live_orders() const { return refs_.size(); }
     std::size_t books() const { return n_books_; }
-    const std::vector<std::uint64_t>& activity() const { return activity_; }
-    std::string stock(std::uint16_t locate) const { return show_stock(&names_[locate * 8ul]); }
+    std::uint64_t activity(std::uint16_t locate) const { return loc_[locate].activity; }
+    std::string stock(std::uint16_t locate) const { return show_stock(loc_[locate].name); }
     // 0 if no H message named the locate, else 0x100 | the trading state byte.
-    std::uint16_t trading_state(std::uint16_t locate) const { return trading_[locate]; }
+    std::uint16_t trading_state(std::uint16_t locate) const { return loc_[locate].trading; }
     std::size_t applied() const { return applied_; }  // events of the last run() applied
     void set_growth_budget(std::int64_t steps) { budget_.left = steps; }
 
@@ -480,24 +498,61 @@ public:
     void run(const ItchEvent* ev, std::size_t n, std::vector<FillRecord>& fills) {
         applied_ = 0;
         for (std::size_t k = 0; k < n; ++k) {
-            const ItchEvent& e = ev[k];
-            auto idx = static_cast<std::uint32_t>(k);
-            switch (e.type) {
-                case 'R': std::memcpy(&names_[std::size_t(e.locate) * 8], e.stock, 8); break;
-                case 'H':  // the trading state: recorded, never gates an update
-                    trading_[e.locate] = static_cast<std::uint16_t>(0x100 | e.side);
-                    break;
-                case 'A': case 'F': case 'E': case 'C': case 'X': case 'D': case 'U':
-                    if (mode_ == Mode::Book) feed(e, idx, fills); else match(e, idx, fills);
-                    ++activity_[e.locate];  // counted once the event has applied
-                    break;
-                default: break;  // S P Q B ...: counted only
-            }
-            ++counts_.events[e.type];
-            clock_ = std::max(clock_, e.timestamp);
+            apply(ev[k], static_cast<std::uint32_t>(k), fills);
             applied_ = k + 1;
         }
     }
+    // --8<-- [end:run]
+
+    // --8<-- [start:run_itch]
+    // Decode and apply in one pass: the framed ITCH records of buf[0, n) (checked and
+    // counted exactly as itch::scan does: same framing rules, same errors, a partial
+    // record at the end left for the caller), each applied as soon as it is decoded.
+    // Nothing goes through memory between the two: the event is a local (in registers or
+    // the L1 cache), where run() reads a 56-byte record per message back from an array
+    // that the decoder wrote out, and a big batch's array no longer fits in the caches.
+    // `counts` (256, by type byte) is added to; fills get op_index = the event's index
+    // among this call's events, as if scan() had produced them and run() applied them.
+    itch::ScanResult run_itch(const std::uint8_t* buf, std::size_t n, std::uint64_t* counts,
+                              std::vector<FillRecord>& fills) {
+        applied_ = 0;
+        itch::ScanResult r;
+        std::size_t off = 0;
+        std::uint32_t k = 0;
+        ItchEvent e;
+        while (n - off >= 2) {
+            const std::size_t len = itch::be16(buf + off);
+            if (len == 0) {
+                r.error = itch::Error::ZeroLength;
+                break;
+            }
+            if (n - off - 2 < len) break;  // partial record: the caller's next window
+            const std::uint8_t* msg = buf + off + 2;
+            const std::uint8_t type = msg[0];
+            const std::size_t want = itch::kLength[type];
+            if (want != len) [[unlikely]] {
+                if (want != 0) {
+                    r.error = itch::Error::BadLength;
+                    r.error_type = type;
+                    r.error_length = static_cast<std::uint16_t>(len);
+                    break;
+                }
+                ++counts[type];  // unknown type: counted, skipped
+                off += 2 + len;
+                continue;
+            }
+            ++counts[type];
+            if (itch::decode_event(msg, e)) {  // reads exactly `want` bytes
+                apply(e, k, fills);
+                applied_ = ++k;
+            }
+            off += 2 + len;
+        }
+        r.consumed = off;
+        r.events = k;
+        return r;
+    }
+    // --8<-- [end:run_itch]
     // --8<-- [end:run]
 
     // ---- queries (both modes) ----
@@ -509,7 +564,7 @@ public:
             Book* b = books_[locate].get();
             return b == nullptr ? 0 : b->best(side, qty);
         }
-        const FeedBook* b = feed_[locate].get();
+        const FeedBook* b = loc_[locate].feed.get();
         if (b == nullptr) return 0;
         const auto& m = b->levels(int(side));
         if (m.empty()) return 0;
@@ -524,7 +579,7 @@ public:
             if (const Book* b = books_[locate].get()) b->depth(side, max_levels, out);
             return;
         }
-        const FeedBook* b = feed_[locate].get();
+        const FeedBook* b = loc_[locate].feed.get();
         if (b == nullptr || max_levels <= 0) return;
         std::int64_t emitted = 0;
         auto row = [&](std::uint32_t lv) {
@@ -563,10 +618,10 @@ public:
             s.episodes[k] = states_.episodes[k];
             s.ns[k] = states_.ns[k];
         }
-        for (const auto& b : feed_) {
-            if (!b || b->state == 0) continue;
-            ++s.now[b->state];
-            s.ns[b->state] += clock_ > b->since ? clock_ - b->since : 0;  // still open
+        for (const LocateState& b : loc_) {
+            if (b.state == 0) continue;
+            ++s.now[b.state];
+            s.ns[b.state] += clock_ > b.since ? clock_ - b.since : 0;  // still open
         }
         return s;
     }
@@ -603,9 +658,9 @@ public:
         };
         std::vector<Row> rows;
         for (std::size_t loc = 0; loc < kNoLocate; ++loc) {
-            std::string stock = show_stock(&names_[loc * 8]);
+            std::string stock = show_stock(loc_[loc].name);
             if (mode_ == Mode::Book) {
-                const FeedBook* b = feed_[loc].get();
+                const FeedBook* b = loc_[loc].feed.get();
                 if (b == nullptr) continue;
                 for (Side side : {Side::Buy, Side::Sell}) {
                     for (const auto& [price, lv] : b->levels(int(side))) {  // price ascending
@@ -653,10 +708,34 @@ private:
         counts_.volume += qty;
     }
 
+    // One event, in either mode (run() and run_itch() share it).
+    [[gnu::always_inline]] void apply(const ItchEvent& e, std::uint32_t idx,
+                                      std::vector<FillRecord>& fills) {
+        switch (e.type) {
+            case 'R': std::memcpy(loc_[e.locate].name, e.stock, 8); break;
+            case 'H':  // the trading state: recorded, never gates an update
+                loc_[e.locate].trading = static_cast<std::uint16_t>(0x100 | e.side);
+                break;
+            case 'A': case 'F': case 'E': case 'C': case 'X': case 'D': case 'U':
+                if (mode_ == Mode::Book) feed(e, idx, fills); else match(e, idx, fills);
+                ++loc_[e.locate].activity;  // counted once the event has applied
+                break;
+            default: break;  // S P Q B ...: counted only
+        }
+        ++counts_.events[e.type];
+        clock_ = std::max(clock_, e.timestamp);
+    }
+
     // ------------------------------------------------------------ book mode
 
     // --8<-- [start:feed]
-    void feed(const ItchEvent& e, std::uint32_t idx, std::vector<FillRecord>& fills) {
+    // The per-message steps below are always_inline: inlined into both message loops
+    // (run, run_itch) whatever the compiler's size budget for this file says. Called out
+    // of line, they would need the decoded event stored to memory and read back, and a
+    // call and return, on every message; the rare steps (a new level, an emptied one,
+    // growth) are noinline, so that the loop stays small.
+    [[gnu::always_inline]] void feed(const ItchEvent& e, std::uint32_t idx,
+                                     std::vector<FillRecord>& fills) {
         if (e.type == 'A' || e.type == 'F') return feed_add(e);
         if (e.type == 'U' && e.price == 0) return anomaly(Anomaly::BadPrice);
         if (e.type != 'D' && e.shares == 0) return anomaly(Anomaly::BadShares);
@@ -664,7 +743,7 @@ private:
         if (i == RefMap::kAbsent) return anomaly(Anomaly::UnknownRef);
         FeedOrder& o = orders_[i];
         if (o.locate != e.locate) anomaly(Anomaly::LocateMismatch);  // the map wins
-        FeedBook& b = *feed_[o.locate];
+        LocateState& b = loc_[o.locate];
         switch (e.type) {
             case 'E': case 'C': {
                 if (e.shares > o.shares) return anomaly(Anomaly::OverExecution);
@@ -692,7 +771,7 @@ private:
         watch(b, e.timestamp);
     }
 
-    void feed_add(const ItchEvent& e) {
+    [[gnu::always_inline]] void feed_add(const ItchEvent& e) {
         if (e.side != 'B' && e.side != 'S') return anomaly(Anomaly::BadSide);
         if (e.price == 0) return anomaly(Anomaly::BadPrice);
         if (e.shares == 0) return anomaly(Anomaly::BadShares);
@@ -700,8 +779,10 @@ private:
         // Every allocation first; nothing below the level lookup can fail.
         orders_.reserve_one();
         levels_.reserve_one();
+        level_of_.reserve_one();
         refs_.reserve_for(e.order_ref);
-        std::unique_ptr<FeedBook>& slot = feed_[e.locate];
+        LocateState& b = loc_[e.locate];
+        std::unique_ptr<FeedBook>& slot = b.feed;
         bool created = false;
         if (!slot) [[unlikely]] {
             budget_.spend();
@@ -709,11 +790,10 @@ private:
             created = true;
             ++n_books_;
         }
-        FeedBook& b = *slot;
         int side = e.side == 'B' ? 0 : 1;
         std::uint32_t lv;
         try {
-            lv = level_at(b, side, e.price);
+            lv = level_at(b, e.locate, side, e.price);
         } catch (...) {
             if (created) {  // the book this add created goes again: nothing changed
                 slot.reset();
@@ -728,24 +808,39 @@ private:
     // --8<-- [end:feed]
 
     // --8<-- [start:feed_ops]
-    // The level of a price on one side, created (empty) if absent. May throw (a map node).
-    std::uint32_t level_at(FeedBook& b, int side, std::uint32_t price) {
-        auto& m = b.levels(side);
-        auto it = m.lower_bound(price);
-        if (it != m.end() && it->first == price) return it->second;
+    // The key of a price level in level_of_: locate, side and price (49 bits; RefMap's
+    // hash is keyed per market, so no stream can pile its levels onto one probe run).
+    static std::uint64_t level_key(std::uint16_t locate, int side, std::uint32_t price) {
+        return (std::uint64_t(locate) << 33) | (std::uint64_t(side) << 32) | price;
+    }
+
+    // The level of a price on one side, created (empty) if absent. May throw (a map
+    // node); level_of_ must have room for one more (reserve_one) before.
+    [[gnu::always_inline]] std::uint32_t level_at(LocateState& b, std::uint16_t locate, int side,
+                                                  std::uint32_t price) {
+        const std::uint64_t key = level_key(locate, side, price);
+        std::uint32_t lv = level_of_.find(key);
+        if (lv != RefMap::kAbsent) [[likely]] return lv;
+        return new_level(b, key, side, price);
+    }
+    [[gnu::noinline]] std::uint32_t new_level(LocateState& b, std::uint64_t key, int side,
+                                              std::uint32_t price) {
+        std::uint32_t lv;
+        auto& m = b.feed->levels(side);
         budget_.spend();
-        it = m.emplace_hint(it, price, kNil);  // may throw; then nothing has changed
-        std::uint32_t lv = levels_.alloc();    // reserved: cannot fail
-        levels_[lv] = FeedLevel{0, kNil, kNil, 0, price};
+        auto it = m.emplace(price, kNil).first;  // may throw; then nothing has changed
+        lv = levels_.alloc();                    // reserved: cannot fail
+        levels_[lv] = FeedLevel{0, kNil, kNil, 0, price, it};
         it->second = lv;
+        level_of_.insert(key, lv);               // reserved: cannot fail
         std::uint32_t& best = b.best[side];
         if (best == 0 || (side == 0 ? price > best : price < best)) best = price;
         return lv;
     }
 
     // A new order at the back of level lv's queue. Cannot fail (everything reserved).
-    void rest(std::uint32_t lv, std::uint64_t ref, std::uint32_t shares, std::uint16_t locate,
-              int side) {
+    [[gnu::always_inline]] void rest(std::uint32_t lv, std::uint64_t ref, std::uint32_t shares,
+                                     std::uint16_t locate, int side) {
         std::uint32_t i = orders_.alloc();
         FeedLevel& l = levels_[lv];
         FeedOrder& o = orders_[i];
@@ -764,7 +859,7 @@ private:
     }
 
     // Take 1..its shares off order i (it keeps its place), removing it at zero.
-    void take(FeedBook& b, std::uint32_t i, std::uint32_t shares) {
+    [[gnu::always_inline]] void take(LocateState& b, std::uint32_t i, std::uint32_t shares) {
         FeedOrder& o = orders_[i];
         if (shares == o.shares) return remove(b, i);
         o.shares -= shares;
@@ -772,38 +867,46 @@ private:
     }
 
     // Forget order i: unlink it, and its reference.
-    void remove(FeedBook& b, std::uint32_t i) {
+    [[gnu::always_inline]] void remove(LocateState& b, std::uint32_t i) {
         refs_.erase(orders_[i].ref);
         unlink(b, i);
     }
-    // Unlink order i from its queue and free its node; an emptied level leaves its map.
-    void unlink(FeedBook& b, std::uint32_t i) {
+    // Unlink order i from its queue and free its node; an emptied level leaves its map
+    // (through its own node: no search) and the level table.
+    [[gnu::always_inline]] void unlink(LocateState& b, std::uint32_t i) {
         FeedOrder& o = orders_[i];
         FeedLevel& l = levels_[o.level];
         if (o.prev != kNil) orders_[o.prev].next = o.next; else l.head = o.next;
         if (o.next != kNil) orders_[o.next].prev = o.prev; else l.tail = o.prev;
         l.total -= o.shares;
-        if (--l.count == 0) {
-            auto& m = b.levels(o.side);
-            m.erase(l.price);
-            if (b.best[o.side] == l.price)  // the best level went: the next one is an end
-                b.best[o.side] = m.empty() ? 0 : o.side == 0 ? m.rbegin()->first : m.begin()->first;
-            levels_.release(o.level);
-        }
+        if (--l.count == 0) [[unlikely]] drop_level(b, o.locate, o.side, o.level);
         orders_.release(i);
+    }
+    [[gnu::noinline]] void drop_level(LocateState& b, std::uint16_t locate, int side,
+                                      std::uint32_t lv) {
+        FeedLevel& l = levels_[lv];
+        auto& m = b.feed->levels(side);
+        if (b.best[side] == l.price) {  // the best level goes: the next one is its neighbour
+            if (side == 0) b.best[0] = l.node == m.begin() ? 0 : std::prev(l.node)->first;
+            else b.best[1] = std::next(l.node) == m.end() ? 0 : std::next(l.node)->first;
+        }
+        m.erase(l.node);
+        level_of_.erase(level_key(locate, side, l.price));
+        levels_.release(lv);
     }
 
     // U: the old order leaves, the new one rests at the back of its price, same side.
     // Everything that can fail (growth, a map node for a new price) comes first. The new
     // order is linked before the old one leaves: its level then holds at least one order,
     // so the removal cannot drop the level the new order is in.
-    void replace(FeedBook& b, std::uint32_t i, const ItchEvent& e) {
+    void replace(LocateState& b, std::uint32_t i, const ItchEvent& e) {
         orders_.reserve_one();
         levels_.reserve_one();
+        level_of_.reserve_one();
         refs_.reserve_for(e.new_order_ref);
         int side = orders_[i].side;
         std::uint16_t locate = orders_[i].locate;
-        std::uint32_t lv = level_at(b, side, e.price);  // may throw: nothing changed yet
+        std::uint32_t lv = level_at(b, locate, side, e.price);  // may throw: nothing changed yet
         refs_.erase(e.order_ref);  // first: the new ref may equal the old one
         rest(lv, e.new_order_ref, e.shares, locate, side);
         unlink(b, i);
@@ -814,7 +917,7 @@ private:
     // --8<-- [start:watch]
     // After a book-mode message changed book b: is it locked or crossed now? Counts the
     // episodes and the time spent in each (a clock going back adds nothing).
-    void watch(FeedBook& b, std::uint64_t ts) {
+    [[gnu::always_inline]] void watch(LocateState& b, std::uint64_t ts) {
         std::uint8_t now = 0;
         std::uint32_t bid = b.best[0], ask = b.best[1];
         if (bid != 0 && ask != 0 && bid >= ask) now = bid == ask ? 1 : 2;
@@ -944,12 +1047,10 @@ private:
     GrowthBudget budget_;
     std::vector<std::unique_ptr<Book>> books_;     // match mode, by locate; null until used
     std::pmr::unsynchronized_pool_resource pool_;  // book mode: the FeedBooks' map nodes
-    std::vector<std::unique_ptr<FeedBook>> feed_;  // book mode, by locate
     std::size_t n_books_ = 0;
-    std::vector<char> names_;                   // 8 raw bytes per locate (from R), ' ' if none
-    std::vector<std::uint64_t> activity_;       // book messages (A F E C X D U) per locate
-    std::vector<std::uint16_t> trading_;        // 0x100 | trading state of the last H, or 0
+    std::vector<LocateState> loc_;              // by locate (the book-mode books in it)
     RefIndex refs_;                             // ref -> order node (book) / locate (match)
+    RefMap level_of_;                           // book mode: level_key() -> level index
     Slab<FeedOrder, &FeedOrder::next> orders_;  // book mode's orders, all symbols
     Slab<FeedLevel, &FeedLevel::count> levels_; // book mode's price levels, all symbols
     BookStates states_;

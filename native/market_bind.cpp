@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "market.hpp"
+#include "read_buffer.hpp"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -145,6 +146,43 @@ void register_market(nb::module_& m) {
                     "-> numpy.typing.NDArray[numpy.void]"),
             "Apply EVENT_DTYPE records (as raw bytes); returns FILL_DTYPE fills.")
         .def(
+            "run_itch",
+            [](BoundMarket& b, nb::handle buffer) {
+                ReadBuffer in(buffer);  // held (memory pinned) while the GIL is released
+                // Every record is at least kMinEventRecord bytes, so event indices fit.
+                if (in.size() / itch::kMinEventRecord >= 0xFFFF'FFFFull)
+                    throw nb::value_error("buffer: at most 2^32-2 events per run");
+                Market& mk = b.idle();
+                b.fills.clear();
+                std::vector<std::uint64_t> counts(256, 0);
+                itch::ScanResult r;
+                b.busy = true;
+                try {
+                    nb::gil_scoped_release nogil;
+                    r = mk.run_itch(in.data(), in.size(), counts.data(), b.fills);
+                } catch (const std::bad_alloc&) {
+                    b.busy = false;
+                    std::string msg = "out of memory at event " + std::to_string(mk.applied()) +
+                                      ": the events before it are applied, it and later ones "
+                                      "are not (their fills are lost with this error)";
+                    PyErr_SetString(PyExc_MemoryError, msg.c_str());
+                    throw nb::python_error();
+                } catch (...) {
+                    b.busy = false;
+                    throw;
+                }
+                b.busy = false;
+                return nb::make_tuple(fills_array(b.fills), counts, r.consumed, r.events,
+                                      static_cast<int>(r.error), static_cast<int>(r.error_type),
+                                      static_cast<int>(r.error_length));
+            },
+            "buffer"_a,
+            nb::sig("def run_itch(self, buffer: object) -> tuple["
+                    "numpy.typing.NDArray[numpy.void], list[int], int, int, int, int, int]"),
+            "Decode framed ITCH records, applying each at once (no events array).\n\n"
+            "Returns (fills, counts by type byte, consumed, events, error code, type, "
+            "length).")
+        .def(
             "raw_counts",
             [](BoundMarket& b) {
                 const MarketCounts& c = b.idle().counts();
@@ -162,9 +200,10 @@ void register_market(nb::module_& m) {
             "activity",
             [](BoundMarket& b) {
                 std::vector<std::pair<std::uint32_t, std::uint64_t>> out;
-                const auto& a = b.idle().activity();
-                for (std::size_t i = 0; i < a.size(); ++i)
-                    if (a[i]) out.emplace_back(static_cast<std::uint32_t>(i), a[i]);
+                const Market& mk = b.idle();
+                for (std::uint32_t i = 0; i < Market::kNoLocate; ++i)
+                    if (std::uint64_t n = mk.activity(static_cast<std::uint16_t>(i)))
+                        out.emplace_back(i, n);
                 return out;
             },
             "(locate, book messages) for every locate that had one, by locate.")

@@ -369,6 +369,15 @@ class Market:
     ) -> numpy.typing.NDArray[numpy.void]:
         """Apply EVENT_DTYPE records (as raw bytes); returns FILL_DTYPE fills."""
 
+    def run_itch(
+        self, buffer: object
+    ) -> tuple[numpy.typing.NDArray[numpy.void], list[int], int, int, int, int, int]:
+        """
+        Decode framed ITCH records, applying each at once (no events array).
+
+        Returns (fills, counts by type byte, consumed, events, error code, type, length).
+        """
+
     def raw_counts(self) -> tuple[list[int], list[int], list[int], int, int]:
         """
         (events by type byte, anomalies by kind, rejects by reason, fills, volume)

@@ -10,7 +10,7 @@ decompressed by Python's zlib in chunks and each chunk decoded in C++.
 from __future__ import annotations
 
 import mmap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import IO, Final
 
 import numpy as np
@@ -95,7 +95,22 @@ def decode(buffer: bytes | memoryview | mmap.mmap | np.ndarray) -> Batch:
 MAX_CARRY: Final = 2 + 0xFFFF  # the longest record: a partial one is never longer
 
 
-def read_plain(f: IO[bytes], chunk_size: int) -> Iterator[Batch]:
+# One step of a reader: (result array, counts by type, bytes consumed, error or None) for
+# the whole records at the start of a window. Decoding (scan_step) or decoding and applying
+# to a market at once (optimized.market.Market.run_itch) read files the same way.
+Step = Callable[[memoryview | bytes, int], tuple[np.ndarray, dict[str, int], int, ItchError | None]]
+
+
+def scan_step(window: memoryview | bytes, base: int) -> tuple[
+        np.ndarray, dict[str, int], int, ItchError | None]:
+    """``scan``, with an error's events and counts emptied: they were yielded already."""
+    events, counts, consumed, error = scan(window, base)
+    if error is not None:
+        error.events, error.counts = events[:0], {}
+    return events, counts, consumed, error
+
+
+def read_plain(f: IO[bytes], chunk_size: int, step: Step = scan_step) -> Iterator[Batch]:
     """A plain stream, read into one reused buffer: [carried partial record][next chunk].
 
     Each chunk is read straight into the buffer behind the few bytes of the record the last
@@ -112,11 +127,10 @@ def read_plain(f: IO[bytes], chunk_size: int) -> Iterator[Batch]:
         if base == 0:  # buf holds the feed's first bytes: refuse a capture, as file_chunks does
             check_not_capture(bytes(view[:min(4, end)]))
         with view[:end] as window:
-            events, counts, consumed, error = scan(window, base)
+            events, counts, consumed, error = step(window, base)
         if len(events) or counts:
             yield events, counts
         if error is not None:
-            error.events, error.counts = events[:0], {}  # already yielded
             raise error
         carry = end - consumed
         buf[:carry] = buf[consumed:end]  # the cut record moves to the front (< 64 KiB)
@@ -136,17 +150,16 @@ def read_into(f: IO[bytes], out: memoryview) -> int:
     return got
 
 
-def read_gzip(f: IO[bytes], chunk_size: int) -> Iterator[Batch]:
+def read_gzip(f: IO[bytes], chunk_size: int, step: Step = scan_step) -> Iterator[Batch]:
     """A gzip stream: zlib decompresses chunk by chunk; C++ decodes each chunk."""
     carry = b""
     base = 0  # feed offset of carry[0]
     for chunk in file_chunks(f, chunk_size):
         buf = carry + chunk if carry else chunk
-        events, counts, consumed, error = scan(buf, base)
+        events, counts, consumed, error = step(buf, base)
         if len(events) or counts:
             yield events, counts
         if error is not None:
-            error.events, error.counts = events[:0], {}
             raise error
         carry = buf[consumed:]
         base += consumed

@@ -9,17 +9,27 @@ which starts with the smallest price window and moves to the full one once it ho
 orders. One order table resolves every live order reference: indexed directly by the
 reference (pages allocated on demand) below 2^34, a keyed hash table above.
 ``run(events)`` reads the decoders' ``EVENT_DTYPE`` array in place and applies it with
-the GIL released. The rules (modes, anomalies, rejects, text) are written out in
+the GIL released; ``run_itch(buffer)`` / ``run_file(path)`` decode framed ITCH and apply
+each message as it is decoded, with no events array between the two (what ``twinmatch
+replay`` runs for an ITCH file). The rules (modes, anomalies, rejects, text) are written out in
 naive/market.py's docstring; both twins count everything alike.
 """
 
 from __future__ import annotations
 
+import mmap
+from collections.abc import Iterator
+
 import numpy as np
 
 from optimized import _native
+from optimized.itch import LENGTHS, read_gzip, read_plain
 from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, REASONS, as_records
+from twinmatch.itch_errors import ITCH_REASONS, ItchError, counts_dict
+from twinmatch.itch_files import CHUNK_SIZE, Source, check_chunk_size, open_feed
 from twinmatch.market_contract import BOOK_STATES, MODES, check_locate, check_mode, check_order_ref
+
+Batch = tuple[np.ndarray, dict[str, int]]
 
 __all__ = ["ANOMALIES", "BOOK_STATES", "MODES", "Market", "show_bytes"]
 
@@ -46,6 +56,43 @@ class Market:
         raw = as_records(events, EVENT_DTYPE, "events").view(np.uint8)
         fills: np.ndarray = self._m.run_bytes(raw)
         return fills
+
+    # --8<-- [start:run_itch]
+    def run_itch(self, buffer: bytes | memoryview | mmap.mmap | np.ndarray, base: int = 0
+                 ) -> tuple[np.ndarray, dict[str, int], int, ItchError | None]:
+        """Decode the whole ITCH records at the start of ``buffer`` and apply each at once.
+
+        Returns (fills, counts by type, consumed bytes, error or None): what
+        ``optimized.itch.scan`` then ``run`` would give, stopping at a partial record or
+        a bad one (``base`` is the buffer's offset in the file, for the error).
+        """
+        fills, per_byte, consumed, _, code, msg_type, length = self._m.run_itch(buffer)
+        counts = counts_dict(np.asarray(per_byte, dtype=np.uint64))
+        if code == 0:
+            return fills, counts, consumed, None
+        reason = ITCH_REASONS[code]
+        if reason == "bad_length":
+            error = ItchError(base + consumed, reason, msg_type, length,
+                              f"type needs {LENGTHS[msg_type]}")
+        else:  # zero_length
+            error = ItchError(base + consumed, reason, -1, 0)
+        error.events, error.counts = np.empty(0, EVENT_DTYPE), {}  # applied, not returned
+        return fills, counts, consumed, error
+
+    def run_file(self, path: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[Batch]:
+        """Replay an ITCH feed (plain or gzip; a file, a pipe, ``"-"`` or an open stream):
+        (fills, counts by type) per chunk.
+
+        The chunks, the reads and the errors are ``optimized.itch.read_file``'s (the same
+        readers, with this decode-and-apply step in place of decode alone): a bad or
+        truncated record raises ItchError naming its offset once everything before it is
+        applied. A file is read into one reused buffer, never mapped.
+        """
+        chunk_size = check_chunk_size(chunk_size)
+        with open_feed(path) as (gz, f):
+            read = read_gzip if gz else read_plain
+            yield from read(f, chunk_size, self.run_itch)
+    # --8<-- [end:run_itch]
 
     def __len__(self) -> int:
         return len(self._m)

@@ -668,3 +668,169 @@ def test_feed_text_rule_is_one_rule(raw: bytes, shown: str) -> None:
     assert native_show(raw) == shown
     # Reversible: every escape is \xNN and a backslash never appears otherwise.
     assert shown.encode().decode("unicode_escape").encode("latin-1") == raw
+
+
+# ------------------------------------------------- one pass: decode and apply at once
+
+
+def _two_pass(mode: str, path: Path, chunk: int) -> tuple[Any, list[Any], Exception | None]:
+    """The reference for the fused path: optimized.itch.read_file, then Market.run."""
+    from optimized import itch
+    from optimized.market import Market
+
+    m = Market(mode)
+    out: list[Any] = []
+    try:
+        for events_, counts in itch.read_file(path, chunk):
+            out.append((m.run(events_).tobytes(), counts))
+    except Exception as exc:  # noqa: BLE001 - compared with the fused path's
+        return m, out, exc
+    return m, out, None
+
+
+def _one_pass(mode: str, path: Path, chunk: int) -> tuple[Any, list[Any], Exception | None]:
+    from optimized.market import Market
+
+    m = Market(mode)
+    out: list[Any] = []
+    try:
+        for fills, counts in m.run_file(path, chunk):
+            out.append((fills.tobytes(), counts))
+    except Exception as exc:  # noqa: BLE001
+        return m, out, exc
+    return m, out, None
+
+
+def _same_outcome(mode: str, path: Path, chunk: int) -> None:
+    a, batches_a, err_a = _two_pass(mode, path, chunk)
+    b, batches_b, err_b = _one_pass(mode, path, chunk)
+    assert batches_b == batches_a
+    assert _state(b) == _state(a)
+    assert type(err_b) is type(err_a) and str(err_b) == str(err_a)
+
+
+@pytest.mark.parametrize("mode", ["book", "match"])
+@pytest.mark.parametrize("chunk", [13, 1000, 65_536, 1 << 23])
+@pytest.mark.parametrize("gz", [False, True])
+def test_run_file_is_decode_then_run(mode: str, chunk: int, gz: bool, tmp_path: Path) -> None:
+    """Market.run_file (each message applied as it is decoded, what replay runs for the
+    optimized twin) gives what read_file + run gives, batch for batch: fills, counts,
+    books, every report field; at any chunk size, plain or gzip."""
+    raw, books = market_day_bytes(30_000, 25, seed=11, flow=mode == "match")
+    path = tmp_path / "day.itch"
+    if gz:
+        import gzip
+
+        path.write_bytes(gzip.compress(raw, 1))
+    else:
+        path.write_bytes(raw)
+    _same_outcome(mode, path, chunk)
+    if mode == "book":
+        _, _, err = _one_pass(mode, path, chunk)
+        assert err is None
+
+
+def _corrupt(raw: bytes, seed: int) -> bytes:
+    import random
+
+    rng = random.Random(seed)
+    b = bytearray(raw)
+    for _ in range(rng.randint(1, 4)):
+        kind = rng.randrange(4)
+        at = rng.randrange(len(b))
+        if kind == 0:
+            b[at] = rng.randrange(256)  # any byte: a length, a type, a field
+        elif kind == 1:
+            del b[at:at + rng.randint(1, 40)]
+        elif kind == 2:
+            b[at:at] = bytes([0, rng.randrange(64), rng.randrange(256)])
+        else:
+            b = b[:at]
+    return bytes(b)
+
+
+@pytest.mark.parametrize("mode", ["book", "match"])
+@pytest.mark.parametrize("seed", range(24))
+def test_run_file_bad_input_like_two_pass(mode: str, seed: int, tmp_path: Path) -> None:
+    """Bad input through the one-pass path: the same ItchError (offset, reason, text),
+    the same anomalies or rejects, and everything before the bad record applied, as
+    decoding first and applying after gives."""
+    raw, _ = market_day_bytes(3_000, 5, seed=seed, flow=mode == "match")
+    path = tmp_path / "bad.itch"
+    path.write_bytes(_corrupt(raw, seed))
+    for chunk in (7, 4096, 1 << 20):
+        _same_outcome(mode, path, chunk)
+
+
+def test_run_itch_errors_name_the_record() -> None:
+    """run_itch stops at a zero or wrong length (error at its offset + base) and at a
+    partial record (no error: the caller's next window), applying what came before."""
+    from optimized.market import Market
+
+    add = (36).to_bytes(2, "big") + b"A" + bytes(10) + (7).to_bytes(8, "big") + b"B" \
+        + (100).to_bytes(4, "big") + b"ABC     " + (5000).to_bytes(4, "big")
+    for tail, reason, consumed in ((b"\x00\x00", "zero_length", 38),
+                                   ((5).to_bytes(2, "big") + b"A1234", "bad_length", 38),
+                                   (b"\x00\x24A", None, 38), (b"", None, 38)):
+        m = Market("book")
+        fills, counts, used, error = m.run_itch(add + tail, base=100)
+        assert used == consumed and counts["A"] == 1 and len(m) == 1 and len(fills) == 0
+        if reason is None:
+            assert error is None
+        else:
+            assert error is not None and error.reason == reason and error.offset == 138
+
+
+@pytest.mark.parametrize("mode", ["book", "match"])
+def test_run_itch_failed_allocation_leaves_market_unchanged(mode: str) -> None:
+    """The strong out-of-memory guarantee holds on the one-pass path too: the error names
+    the event, which changed nothing; the events before it are applied."""
+    from optimized.market import Market
+
+    raw, _ = market_day_bytes(2_000, 7, seed=4, flow=mode == "match")
+    stream = decode(raw)
+    whole = Market(mode)
+    whole.run_itch(raw)
+    failures = 0
+    for budget in range(0, 40, 3):
+        m = Market(mode)
+        m.set_growth_budget(budget)
+        try:
+            m.run_itch(raw)
+        except MemoryError as e:
+            failures += 1
+            at = int(str(e).split("at event ")[1].split(":")[0])
+            before = Market(mode)
+            before.run(stream[:at])
+            assert _state(m) == _state(before), f"budget {budget}: event {at} left a trace"
+            continue
+        assert _state(m) == _state(whole)
+    assert failures > 3
+
+
+def test_best_price_follows_emptied_levels() -> None:
+    """The best bid and ask after the best level empties (the next best is the emptied
+    level's neighbour), and levels of one price on both sides and in two locates kept
+    apart (the level table's key is locate, side and price): both twins, step by step."""
+    rows = []
+    ref = 0
+    for locate in (1, 2):
+        for price in (500, 700, 600, 650, 800, 550):
+            for side in "BS":
+                ref += 1
+                rows.append(ev("A", locate=locate, ref=ref, side=side, shares=10, price=price))
+    deletes = [ev("D", locate=1 + (r - 1) // 12, ref=r) for r in (9, 10, 3, 11, 4, 7, 12, 1)]
+    deletes += [ev("X", locate=2, ref=r, shares=10) for r in (21, 22, 15, 16)]
+    got = []
+    for impl in IMPLS:
+        m = importlib.import_module(f"{impl}.market").Market("book")
+        m.run(events(*rows))
+        steps = []
+        for d in deletes:
+            m.run(events(d))
+            steps.append((m.top(1), m.top(2), m.depth(1, 0, 9), m.depth(2, 1, 9),
+                          m.book_states()))
+        got.append((steps, m.books_csv()))
+    assert got[0] == got[1]
+    steps = got[1][0]
+    assert steps[0][0] == ((700, 10), (500, 10))  # 800 bid (ref 9) deleted: 700 is next

@@ -4,7 +4,9 @@
 layers over :func:`replay`. What is timed is the whole run, end to end: reading the file,
 decoding it with the chosen twin's decoder, and the chosen twin's market
 (``naive.market`` / ``optimized.market``); writing the fills/books files is included
-when asked for.
+when asked for. The optimized twin reads an ITCH file in one pass (``Market.run_file``:
+the C++ decoder's per-message decode applied to the market message by message, with no
+events array in between); every other twin and format decodes a batch, then applies it.
 
 Formats are recognised by content, never by name alone:
 
@@ -246,6 +248,22 @@ def batches(path: str | Path | IO[bytes], fmt: str, impl: str,
 # --8<-- [end:batches]
 
 
+# --8<-- [start:applied_batches]
+def applied_batches(market: Any, path: str | Path | IO[bytes], fmt: str, impl: str,
+                    name: str | Path | None = None) -> tuple[Iterator[Batch], Any]:
+    """(fills, counts by message type) of each batch of a file, applied to ``market``.
+
+    The optimized twin replays an ITCH file in one pass (``Market.run_file``: each
+    message applied as it is decoded, no events array); everything else is decoded into
+    events by ``batches`` and then applied with ``market.run``.
+    """
+    if impl == "optimized" and fmt == "itch":
+        return market.run_file(path), None
+    it, reader = batches(path, fmt, impl, name)
+    return ((market.run(events), counts) for events, counts in it), reader
+# --8<-- [end:applied_batches]
+
+
 def new_market(impl: str, mode: str) -> Any:
     """A many-books market of one twin."""
     if impl not in IMPLS:
@@ -350,7 +368,7 @@ def _replay(
     fmt = sniff_head(head, path)
     market = new_market(impl, mode)
     start = time.perf_counter()
-    it, pcap_reader = batches(stream, fmt, impl, path)
+    applied, pcap_reader = applied_batches(market, stream, fmt, impl, path)
     by_type: dict[str, int] = {}
     kept: list[np.ndarray] = []
     size = regular_size(stream)
@@ -360,8 +378,7 @@ def _replay(
     try:
         if fills_out:
             fills_out.write(FILLS_HEADER)
-        for events, counts in it:
-            fills = market.run(events)
+        for fills, counts in applied:
             for t, n in counts.items():
                 by_type[t] = by_type.get(t, 0) + n
             if fills_out:
