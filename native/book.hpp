@@ -238,6 +238,7 @@ public:
     // than two: they share a fingerprint, and the id comparison tells them apart.)
     std::uint32_t fingerprint(std::uint64_t k) const {
         k += k >> 32;
+        k ^= salt_;  // 0 until the table is re-keyed (see rebuild_if_needed)
         return static_cast<std::uint32_t>((k * mul_) >> 32);
     }
     // The home slot: the fingerprint's top log2(capacity) bits, i.e. the product's top
@@ -347,11 +348,14 @@ private:
 
     // The slow path of ensure_one() / ensure_keyed(): grow the table if it is half full
     // (and `grow`), re-key it if an entry landed far from home. Re-keying picks a random
-    // odd multiplier: multiply-shift hashing with a random odd multiplier puts two
-    // given ids in one home slot with probability at most 2 / capacity, whatever the
-    // ids (but for the fold's pairs, above: at most two at a time), so ids chosen
-    // without knowing the multiplier cannot make long runs (except by chance). At most one re-key per table size, so re-keys cost O(1) per insert
-    // in total. Fills and books never depend on the hash: only speed does.
+    // salt, XORed into the folded id, and a random odd multiplier. Multiply-shift with a
+    // random odd multiplier puts two given ids in one home slot with probability at most
+    // 2 / capacity, whatever the ids (but for the fold's pairs, above), yet it maps an
+    // arithmetic progression of ids (crafted ids are one) to a progression of products,
+    // whose top bits bunch for an unlucky multiplier: without the salt, 1 table in 100 of
+    // a test's re-keyed tables averaged 10 or more probes per id. The XOR breaks the
+    // progression. At most one re-key per table size, so re-keys cost O(1) per insert in
+    // total. Fills and books never depend on the hash: only speed does.
     [[gnu::noinline]] bool rebuild_if_needed(NodePool& pool, bool grow) {
         std::uint64_t cap = mask_ + 1;
         bool rekey = long_run_ && rekeyed_at_ != cap;
@@ -362,7 +366,8 @@ private:
             grow_at_ = cap / 2;
             return false;
         }
-        rebuild(grow ? cap * 2 : cap, rekey ? random_multiplier() : mul_, pool);
+        rebuild(grow ? cap * 2 : cap, rekey ? random_multiplier() : mul_,
+                rekey ? random_multiplier() : salt_, pool);
         if (rekey) {
             rekeyed_at_ = mask_ + 1;
             ++rekeys_;
@@ -385,13 +390,14 @@ private:
     // Move every entry into a new table of `cap` slots hashed with multiplier `mul`.
     // A new multiplier changes every fingerprint, so each is recomputed from the node's
     // id and written back to the node.
-    void rebuild(std::uint64_t cap, std::uint64_t mul, NodePool& pool) {
+    void rebuild(std::uint64_t cap, std::uint64_t mul, std::uint64_t salt, NodePool& pool) {
         Slot* old = slots_;
         std::uint64_t old_cap = mask_ + 1;
         std::uint64_t old_size = size_;
         alloc_table(cap);  // throws before anything is lost
-        bool rekey = mul != mul_;
+        bool rekey = mul != mul_ || salt != salt_;
         mul_ = mul;
+        salt_ = salt;
         for (std::uint64_t i = 0; i < old_cap; ++i) {
             Slot s = old[i];
             if (s.node == kNil) continue;
@@ -418,6 +424,7 @@ private:
     std::uint64_t size_ = 0;
     std::uint64_t grow_at_ = 0;  // capacity / 2: the size at which ensure_one() grows
     std::uint64_t mul_ = kGolden;  // the multiplier; random once re-keyed
+    std::uint64_t salt_ = 0;       // XORed into the folded id; random once re-keyed
     std::uint32_t shift_ = 0;      // 32 - log2(capacity): fingerprint >> shift_ is home
     bool long_run_ = false;        // an insert landed > kLongRun from home
     std::uint64_t rekeyed_at_ = 0;  // the capacity the last re-key was made at
