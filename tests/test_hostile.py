@@ -244,7 +244,7 @@ def _file_bytes(name: str) -> bytes:
     return _path(name).read_bytes()
 
 
-def _itch_all(twin: str, make: Callable[[], Any], chunk: int = 1 << 12) -> Any:
+def _itch_all(twin: str, make: Callable[[], Any], chunk: Any = 1 << 12) -> Any:
     return list(_mod(twin, "itch").read_file(make(), chunk))
 
 
@@ -357,7 +357,7 @@ for size in (0, -1, 2**40, 1.5, None):
          partial(_itch_all, make=partial(_path, "valid.itch"), chunk=size))
 
 
-def _pcap_all(twin: str, make: Callable[[], Any], chunk: int = 1 << 12) -> Any:
+def _pcap_all(twin: str, make: Callable[[], Any], chunk: Any = 1 << 12) -> Any:
     reader = _mod(twin, "pcap").read_file(make(), chunk)
     batches = list(reader)
     return batches, dict(reader.stats)
