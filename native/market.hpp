@@ -26,10 +26,10 @@
 // table, a new book, a map node, a fill slot) happens before the event changes anything,
 // so an out-of-memory error leaves the market exactly as it was after the previous event
 // (run() then raises and says which event; the events before it are applied, it and
-// later ones are not). In match mode that holds as far as the Book's own operations
-// give it: today Book::add_limit/replace allocate a far-price level (a std::map node)
-// after matching (book.hpp, enter()), so running out of memory right there would leave
-// that one event half applied.
+// later ones are not). In match mode the Book gives the same guarantee for its part
+// (book.hpp, prepare(): room for the fills, the window's move and a spare map node for
+// a new far-price level are all made before the order matches), and the market reserves
+// room for every fill an add or replace can make (one per resting order) before it.
 #pragma once
 
 #include <algorithm>
