@@ -12,7 +12,7 @@ export NO_MKDOCS_2_WARNING := 1
 
 .PHONY: all install build exercises-native demo test test-fast lint typecheck stubs stubs-check pytest exercises-check \
         docs docs-check browser-check book bench bench-run bench-day bench-check check fuzz sanitize sanitize-threads \
-        system-deps clean
+        system-deps bench-deps clean
 
 all: demo
 
@@ -45,6 +45,13 @@ system-deps:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver >/dev/null; }
+
+# The benchmarks' Debian package: valgrind, whose cachegrind counts instructions and cache
+# misses beside the times (tests/bench/valgrind.py; those rows skip without it).
+bench-deps:
+	@command -v valgrind >/dev/null || { \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq valgrind >/dev/null; }
 
 demo: build
 	$(PY) -m twinmatch demo
@@ -95,7 +102,7 @@ $(BENCH_STAMP): $(STAMP) pyproject.toml
 	$(PY) -m pip install -q --no-build-isolation -e ".[dev,bench]"
 	touch $@
 
-bench-run: $(BENCH_STAMP) build
+bench-run: $(BENCH_STAMP) bench-deps build
 	mkdir -p out
 	$(VENV)/bin/pytest tests/bench -p no:cacheprovider --benchmark-only \
 	  --benchmark-json=out/bench.json --benchmark-columns=median,ops,rounds -q $(BENCH_ARGS)
@@ -107,7 +114,7 @@ bench: bench-run
 # deleted afterwards) generated and replayed in book mode in a fresh process: wall time and
 # peak RSS into out/bench-day.json, then its target (peak RSS under 2 GB). Not in make test.
 # Minutes, not seconds: the target's row reports how long generation and replay took.
-bench-day: $(BENCH_STAMP) build
+bench-day: $(BENCH_STAMP) bench-deps build
 	mkdir -p out/bench-day
 	TWINMATCH_BENCH_DAY=1 TWINMATCH_BENCH_DAY_DIR=out/bench-day $(VENV)/bin/pytest \
 	  tests/bench/test_bench_engine.py -k full_day -p no:cacheprovider --benchmark-only \
