@@ -555,3 +555,13 @@ def test_write_day_refuses_before_writing(tmp_path: Path, kwargs: dict[str, obje
 def test_converters_refuse_non_buffers(convert: Any, bad: object) -> None:
     with pytest.raises(TypeError, match=r"^raw must be a bytes-like object, not \w+$"):
         convert(bad)
+
+
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), (1.5, TypeError), (None, TypeError),
+                                        (True, TypeError)])
+def test_order_flow_refuses_bad_sizes(bad: object, error: type[Exception]) -> None:
+    from twinmatch.flow import order_flow
+
+    with pytest.raises(error, match="^n must be"):
+        order_flow(bad)  # type: ignore[arg-type]
+    assert len(order_flow(0)) == 0

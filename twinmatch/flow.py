@@ -59,6 +59,10 @@ def order_flow(
     n: int, seed: int = 1, shape: FlowShape | None = None, bad_fraction: float = 0.0
 ) -> np.ndarray:
     """``n`` operations as an OPS_DTYPE array, reproducible from ``seed``."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer):
+        raise TypeError(f"n must be an integer, not {type(n).__name__} {n!r}")
+    if n < 0:
+        raise ValueError(f"n must be >= 0 operations, got {n}")  # not an empty array
     shape = shape or FlowShape()
     rng = random.Random(seed)
     book = Book()
