@@ -504,15 +504,22 @@ def test_max_orders_argument_types(impl: BookImpl) -> None:
 
 
 def drain_seconds(impl: BookImpl, n: int) -> float:
-    """CPU time of one market order that trades, one by one, n orders resting at one price."""
+    """CPU time of one market order that trades, one by one, n orders resting at one price.
+    The garbage collector is off meanwhile: its passes over the n new Fill objects grow
+    with everything alive, and would make any book look superlinear."""
+    import gc
     import time
 
     book = impl.new()
     for i in range(n):
         book.add_limit(i, SELL, 100, 1)
-    start = time.process_time()
-    fills, unfilled = book.add_market(n, BUY, n)
-    took = time.process_time() - start
+    gc.disable()
+    try:
+        start = time.process_time()
+        fills, unfilled = book.add_market(n, BUY, n)
+        took = time.process_time() - start
+    finally:
+        gc.enable()
     assert len(fills) == n and unfilled == 0 and len(book) == 0
     return took
 
@@ -525,7 +532,7 @@ def test_draining_a_level_is_linear(impl: BookImpl) -> None:
     this process only, the best of a few runs, and a generous bound."""
     small = min(drain_seconds(impl, 10_000) for _ in range(3))
     large = min(drain_seconds(impl, 100_000) for _ in range(2))
-    assert large < 30 * max(small, 1e-4), (small, large)
+    assert large < 30 * max(small, 1e-3), (small, large)  # 1 ms: below it, timer noise
 
 
 # ------------------------------------------------------------------ capacity
