@@ -52,15 +52,19 @@ def scan(buffer: bytes | memoryview | mmap.mmap | np.ndarray, base: int = 0) -> 
     counts = counts_dict(per_byte)
     if code == 0:
         return events, counts, consumed, None
-    reason = ITCH_REASONS[code]
-    if reason == "bad_length":
-        error = ItchError(base + consumed, reason, msg_type, length,
-                          f"type needs {LENGTHS[msg_type]}")
-    else:  # zero_length
-        error = ItchError(base + consumed, reason, -1, 0)
+    error = record_error(code, msg_type, length, base + consumed)
     error.events, error.counts = events, counts
     return events, counts, consumed, error
 # --8<-- [end:scan]
+
+
+def record_error(code: int, msg_type: int, length: int, offset: int) -> ItchError:
+    """The ItchError for a record the C++ scanner stopped at (``code`` != 0) at ``offset``:
+    one place for the decoder, the one-pass market replay and the pipeline."""
+    reason = ITCH_REASONS[code]
+    if reason == "bad_length":
+        return ItchError(offset, reason, msg_type, length, f"type needs {LENGTHS[msg_type]}")
+    return ItchError(offset, reason, -1, 0)  # zero_length
 
 
 def tail_error(buffer: bytes | memoryview, off: int, base: int) -> ItchError:

@@ -23,9 +23,9 @@ from collections.abc import Iterator
 import numpy as np
 
 from optimized import _native
-from optimized.itch import LENGTHS, read_gzip, read_plain
+from optimized.itch import read_gzip, read_plain, record_error
 from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, REASONS, as_records
-from twinmatch.itch_errors import ITCH_REASONS, ItchError, counts_dict
+from twinmatch.itch_errors import ItchError, byte_view, counts_dict
 from twinmatch.itch_files import CHUNK_SIZE, Source, check_chunk_size, open_feed
 from twinmatch.market_contract import BOOK_STATES, MODES, check_locate, check_mode, check_order_ref
 
@@ -66,16 +66,12 @@ class Market:
         ``optimized.itch.scan`` then ``run`` would give, stopping at a partial record or
         a bad one (``base`` is the buffer's offset in the file, for the error).
         """
-        fills, per_byte, consumed, _, code, msg_type, length = self._m.run_itch(buffer)
+        with byte_view(buffer) as view:  # the decoders' TypeError for what is not bytes
+            fills, per_byte, consumed, _, code, msg_type, length = self._m.run_itch(view)
         counts = counts_dict(np.asarray(per_byte, dtype=np.uint64))
         if code == 0:
             return fills, counts, consumed, None
-        reason = ITCH_REASONS[code]
-        if reason == "bad_length":
-            error = ItchError(base + consumed, reason, msg_type, length,
-                              f"type needs {LENGTHS[msg_type]}")
-        else:  # zero_length
-            error = ItchError(base + consumed, reason, -1, 0)
+        error = record_error(code, msg_type, length, base + consumed)
         error.events, error.counts = np.empty(0, EVENT_DTYPE), {}  # applied, not returned
         return fills, counts, consumed, error
 

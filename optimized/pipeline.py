@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from optimized import _native
-from optimized.itch import LENGTHS, tail_error
+from optimized.itch import record_error, tail_error
 from twinmatch.dtypes import ANOMALIES, REASONS
 from twinmatch.itch_errors import ITCH_REASONS, ItchError
 from twinmatch.market_contract import check_mode
@@ -109,12 +109,8 @@ class Pipeline:
     @staticmethod
     def _error(data: Any, code: int, error_type: int, length: int, consumed: int) -> ItchError:
         """The same ItchError optimized.itch raises for this record."""
-        reason = ITCH_REASONS[code]
-        if reason == "bad_length":
-            return ItchError(consumed, reason, error_type, length,
-                             f"type needs {LENGTHS[error_type]}")
-        if reason == "zero_length":
-            return ItchError(consumed, reason, -1, 0)
+        if ITCH_REASONS[code] in ("bad_length", "zero_length"):
+            return record_error(code, error_type, length, consumed)
         mv = memoryview(data).cast("B")
         return tail_error(mv[consumed:].tobytes(), 0, consumed)
 
