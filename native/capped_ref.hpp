@@ -9,8 +9,11 @@
 // The real market pays for all of those on every message; this file shows what they cost.
 //
 // The loop itself checks nothing, so the input must be checked before it runs: CappedRef's
-// constructor refuses anything outside the caps (a throw, before any matching), copies the
-// four fields the loop needs into compact arrays, and only then can run() be called.
+// constructor refuses anything outside the caps (a throw, before any matching) and keeps a
+// copy of the checked events. run() then reads the same 56-byte EVENT_DTYPE records the
+// market's run() reads (type, side, price, shares, reference), so both sides of the
+// comparison pay for reading their input and differ only in what they check and how they
+// store the book.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -46,16 +49,13 @@ public:
             if (e.order_ref == 0 || e.order_ref > max_refs || seen[e.order_ref])
                 throw std::invalid_argument(at + "order reference outside the cap or reused");
             seen[e.order_ref] = true;
-            ref_.push_back(static_cast<std::uint32_t>(e.order_ref));
-            price_.push_back(e.price);
-            qty_.push_back(e.shares);
-            sell_.push_back(e.side == 'S' ? 1 : 0);
-            index_.push_back(static_cast<std::uint32_t>(i));
+            ++adds_;
         }
+        ev_.assign(ev, ev + n);
         max_refs_ = max_refs;
     }
 
-    std::size_t adds() const { return ref_.size(); }
+    std::size_t adds() const { return adds_; }
 
     // --8<-- [start:capped_run]
     // Match every add in order, from an empty book; fills appended to `out`. The state is
@@ -70,17 +70,21 @@ public:
         left.assign(max_refs_ + 1, 0);
         next.assign(max_refs_ + 1, kNone);
         std::uint32_t best_bid = 0, best_ask = kLevels;  // sentinels: no bid, no ask
-        out.reserve(out.size() + 2 * ref_.size());  // a fill ends an order or an add: <= 2n
+        out.reserve(out.size() + 2 * adds_);  // a fill ends an order or an add: <= 2n
 
-        for (std::size_t k = 0; k < ref_.size(); ++k) {
-            std::uint32_t id = ref_[k], price = price_[k], qty = qty_[k];
-            bool sell = sell_[k];
+        for (std::size_t k = 0; k < ev_.size(); ++k) {
+            const ItchEvent& e = ev_[k];
+            if (e.type != 'A') continue;  // R, S: checked, nothing else occurs
+            const auto id = static_cast<std::uint32_t>(e.order_ref);
+            std::uint32_t price = e.price, qty = e.shares;
+            const bool sell = e.side == 'S';
+            const auto index = static_cast<std::uint32_t>(k);
             if (sell) {
                 // A sell trades against bids at or above its price, best (highest) first.
                 while (qty > 0 && best_bid >= price) {  // price >= 1: no bid (0) never crosses
                     std::uint32_t r = head[0][best_bid];
                     std::uint32_t take = left[r] < qty ? left[r] : qty;
-                    out.push_back(FillRecord{r, id, best_bid, take, index_[k], 1, {}});
+                    out.push_back(FillRecord{r, id, best_bid, take, index, 1, {}});
                     left[r] -= take;
                     qty -= take;
                     if (left[r] == 0) {
@@ -95,7 +99,7 @@ public:
                 while (qty > 0 && best_ask <= price) {  // price < kLevels: no ask never crosses
                     std::uint32_t r = head[1][best_ask];
                     std::uint32_t take = left[r] < qty ? left[r] : qty;
-                    out.push_back(FillRecord{r, id, best_ask, take, index_[k], 0, {}});
+                    out.push_back(FillRecord{r, id, best_ask, take, index, 0, {}});
                     left[r] -= take;
                     qty -= take;
                     if (left[r] == 0) {
@@ -130,8 +134,8 @@ public:
     }
 
 private:
-    std::vector<std::uint32_t> ref_, price_, qty_, index_;
-    std::vector<std::uint8_t> sell_;  // 1 = sell
+    std::vector<ItchEvent> ev_;  // the checked input
+    std::size_t adds_ = 0;
     std::uint64_t max_refs_ = 0;
     std::vector<std::uint32_t> head[2], tail[2], left, next;  // the book, made by run()
 };

@@ -3,37 +3,45 @@
 // The naive twin is naive/market.py; every decision below is written there first, in
 // plain Python, and both twins must count every message, fill, anomaly and reject alike.
 //
-// Two modes:
+// Two modes, one storage:
 //   * book  (a feed handler): rebuild NASDAQ's books from A F E C X D U, never matching.
-//     Each locate's book is a FeedBook: orders rest where the feed puts them, even
-//     through the other side (NASDAQ's book does lock and cross, e.g. in a halt's
-//     quotation period), and the market reports how often and how long books were
-//     locked or crossed. H messages set a symbol's trading state; it never gates an
-//     update. Something the feed should never say (an unknown reference, an
-//     over-execution) is counted as an anomaly and changes nothing.
-//   * match (a matching engine): one twinmatch::Book per locate. A/F are incoming
-//     limit orders that match when they cross (price 0: a market order), X reduces,
-//     D cancels, U replaces (and may match); E/C/P/Q are the exchange's own executions
-//     and are only counted.
+//     Orders rest where the feed puts them, even through the other side (NASDAQ's book
+//     does lock and cross, e.g. in a halt's quotation period), and the market reports how
+//     often and how long books were locked or crossed. H messages set a symbol's trading
+//     state; it never gates an update. Something the feed should never say (an unknown
+//     reference, an over-execution) is counted as an anomaly and changes nothing.
+//   * match (a matching engine): A/F are incoming limit orders that match when they cross
+//     (price 0: a market order), X reduces, D cancels, U replaces (and may match); E/C/P/Q
+//     are the exchange's own executions and are only counted. The same price-time rules
+//     as the one-symbol twinmatch::Book of chapter 1 (and the naive Book it must equal).
 //
-// Order references are unique for the whole day, across symbols, so one global map
-// (RefIndex) finds each live reference: in book mode it gives the order itself, in match
-// mode the locate whose Book holds it. Every ITCH message carries a stock locate too;
-// when the map and the message disagree, the map wins and the message counts as a
+// The storage is what the fastest feed handlers share:
+//   * one order table for the whole day (RefIndex), indexed directly by the reference
+//     number: NASDAQ numbers orders densely and in increasing order through the day;
+//   * all orders of all symbols in one pool of 32-byte nodes that never moves (chunks of
+//     65,536 nodes, added as the day needs them: growth copies nothing);
+//   * per locate and side, a window of price levels indexed by tick ($0.01 from $1 up,
+//     $0.0001 below), sized from what the symbol's prices do: it starts at 32 levels and
+//     doubles (up to window_levels) while the symbol keeps trading outside it, never to
+//     more than 4 levels per resting order on that side; prices outside it (or off its
+//     tick grid) live in an ordered map per side, the slow path;
+//   * an order knows its price, so E C X D find their level by one subtraction and one
+//     multiply, and touch one order, one level and one line of per-locate state.
+// Order references are unique for the whole day, across symbols: when the message's
+// locate and the order's disagree, the order wins and the message counts as a
 // `locate_mismatch` anomaly.
 //
-// What a failed allocation leaves: every growth an event may need (pools, the order
-// table, a new book, a map node, a fill slot) happens before the event changes anything,
-// so an out-of-memory error leaves the market exactly as it was after the previous event
-// (run() then raises and says which event; the events before it are applied, it and
-// later ones are not). In match mode the Book gives the same guarantee for its part
-// (book.hpp, prepare(): room for the fills, the window's move and a spare map node for
-// a new far-price level are all made before the order matches), and the market reserves
-// room for every fill an add or replace can make (one per resting order) before it.
+// What a failed allocation leaves: every growth an event may need (the pool, the order
+// table, a window, a far-price map node, room for its fills) happens before the event
+// changes anything, so an out-of-memory error leaves the market exactly as it was after
+// the previous event (run() then raises and says which event; the events before it are
+// applied, it and later ones are not). Moving or growing a window is only an
+// optimisation: it runs between events, and if memory runs out it is skipped.
 #pragma once
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <charconv>
 #include <cstdint>
 #include <cstdlib>
@@ -53,7 +61,6 @@
 #include "itch.hpp"
 
 namespace twinmatch {
-
 
 // --8<-- [start:anomalies]
 // Anomaly kinds (book mode); the numbers are ANOMALIES' indices in twinmatch/dtypes.py.
@@ -228,6 +235,14 @@ public:
         if (p == nullptr) return kAbsent;
         return p->slot[ref & (kSlots - 1)] - 1;  // 0 - 1 wraps to kAbsent
     }
+    // Ask for the cache line of a reference's slot (a hint: no effect on the table).
+    [[gnu::always_inline]] void prefetch(std::uint64_t ref) const {
+        if (ref >= kDirect) return;
+        const std::uint64_t hi = ref >> (kSlotBits + kPageBits);
+        if (hi >= top_.size() || top_[hi] == nullptr) return;
+        const Page* p = top_[hi]->pages[(ref >> kSlotBits) & (kPages - 1)];
+        if (p != nullptr) __builtin_prefetch(&p->slot[ref & (kSlots - 1)], 1);
+    }
     // Called before an operation changes anything: afterwards insert(ref) cannot fail.
     // The page it makes sure of is pinned: erase() leaves it in place even if it empties,
     // so the operation may erase other references first (a replace, a match) and still
@@ -338,106 +353,200 @@ private:
 };
 // --8<-- [end:refindex]
 
-// --8<-- [start:feedbook]
-// Book mode's storage. All orders of all symbols live in one pool of 32-byte nodes, all
-// price levels in one pool of 32-byte levels; a symbol's FeedBook keeps its prices in
-// order (one ordered map per side: the best bid is the last key, the best ask the first).
-// A node knows its level, so E C X D touch one order and one level and never look a
-// price up. A F U find the level of their price in one hash table for the whole market
-// (the market's `level_of_`, keyed by locate, side and price): one probe, where a walk
-// down the map takes a cache miss and a hard-to-predict branch at every node. The map
-// is touched only when a level comes or goes, and a level knows its own map node, so
-// removing it (and finding the next best price) needs no search either.
-using LevelMap = std::pmr::map<std::uint32_t, std::uint32_t>;  // price -> level index
-
-struct FeedOrder {
+// --8<-- [start:storage]
+// One resting order, of any symbol. 32 bytes: two to a 64-byte cache line.
+struct MarketOrder {
     std::uint64_t ref;
     std::uint32_t shares;
-    std::uint32_t level;  // index in the level pool
-    std::uint32_t next;   // younger order at the same price, or kNil (free list: next free)
-    std::uint32_t prev;   // older order, or kNil
+    std::uint32_t price;  // its level is found from the price (see SideBook::slot)
+    std::uint32_t next;   // younger order at the same price, or kNil (free: next free node)
+    std::uint32_t prev;   // older order (meaningless in the level's head: see unlink_at)
     std::uint16_t locate;
     std::uint8_t side;    // 0 buy, 1 sell
     std::uint8_t pad_[5];
 };
-static_assert(sizeof(FeedOrder) == 32, "two order nodes per cache line");
+static_assert(sizeof(MarketOrder) == 32, "two order nodes per cache line");
 
-struct FeedLevel {
+// One price level: a FIFO of orders (oldest at head) and its total. 16 bytes, four to a
+// line. No order count and no price: depth queries count the queue, the price is the
+// slot's (or the far map's key). An empty level is {0, kNil, kNil}: a window's levels
+// start so and are left so when their last order goes, so an add learns whether its
+// level is new from the level itself (the line it is about to write anyway).
+struct PriceLevel {
     std::uint64_t total;  // shares at this price (can exceed 2^32)
-    std::uint32_t head;   // oldest order
-    std::uint32_t tail;   // youngest order
-    std::uint32_t count;  // orders at this price (free list: next free level)
-    std::uint32_t price;
-    LevelMap::iterator node;  // this level's entry in its book's map
+    std::uint32_t head;   // oldest order (the next to trade)
+    std::uint32_t tail;   // youngest order (new arrivals join here)
 };
-static_assert(sizeof(FeedLevel) == 32, "two levels per cache line");
+static_assert(sizeof(PriceLevel) == 16, "four levels per cache line");
+// --8<-- [end:storage]
 
-// A growable array addressed by uint32 index with a free list threaded through one
-// field of the free items (Link). reserve_one() grows it before an operation changes
-// anything; alloc() then cannot fail. std::vector::reserve leaves the array unchanged
-// if it throws.
-template <class T, std::uint32_t T::*Link>
-class Slab {
+// --8<-- [start:pool]
+// Every order of the market, addressed by a uint32 index, in chunks of 65,536 nodes
+// (2 MiB, aligned for a huge page). A new chunk is added when the others are full and
+// the old ones never move: growing copies nothing and no index or reference is ever
+// invalidated. The free list is threaded through `next` of the free nodes, so in steady
+// state an add reuses the node a cancel just freed (still in the cache).
+class OrderPool {
 public:
-    explicit Slab(GrowthBudget* budget) : budget_(budget) {}
-    void reserve_one() {
-        if (free_ == kNil && items_.size() == items_.capacity()) [[unlikely]] grow();
+    static constexpr unsigned kChunkBits = 16;
+    static constexpr std::uint32_t kChunk = std::uint32_t(1) << kChunkBits;
+
+    explicit OrderPool(GrowthBudget* budget) : budget_(budget) {}
+    ~OrderPool() {
+        for (MarketOrder* c : chunks_) std::free(c);
     }
-    std::uint32_t alloc() {
-        ++live_;
-        if (free_ != kNil) {
+    OrderPool(const OrderPool&) = delete;
+    OrderPool& operator=(const OrderPool&) = delete;
+
+    [[gnu::always_inline]] MarketOrder& operator[](std::uint32_t i) {
+        return chunks_[i >> kChunkBits][i & (kChunk - 1)];
+    }
+    [[gnu::always_inline]] const MarketOrder& operator[](std::uint32_t i) const {
+        return chunks_[i >> kChunkBits][i & (kChunk - 1)];
+    }
+    void prefetch(std::uint32_t i) const { __builtin_prefetch(&(*this)[i], 1); }
+    // Called before an operation changes anything: afterwards alloc() cannot fail.
+    void reserve_one() {
+        if (free_ == kNil && used_ == cap_) [[unlikely]] grow();
+    }
+    std::uint32_t alloc() {  // precondition: reserve_one() since the last alloc
+        if (free_ != kNil) [[likely]] {
             std::uint32_t i = free_;
-            free_ = items_[i].*Link;
+            free_ = (*this)[i].next;
             return i;
         }
-        items_.emplace_back();  // no reallocation: reserve_one() made room
-        return static_cast<std::uint32_t>(items_.size() - 1);
+        return static_cast<std::uint32_t>(used_++);
     }
     void release(std::uint32_t i) {
-        items_[i].*Link = free_;
+        (*this)[i].next = free_;
         free_ = i;
-        --live_;
     }
-    T& operator[](std::uint32_t i) { return items_[i]; }
-    const T& operator[](std::uint32_t i) const { return items_[i]; }
-    std::size_t live() const { return live_; }
+    std::size_t chunks() const { return chunks_.size(); }
 
 private:
-    void grow() {
-        constexpr std::size_t kMax = kNil;  // indices 0..2^32-2; kNil means "none"
-        if (items_.size() >= kMax) throw std::length_error("more than 2^32-1 live items");
+    [[gnu::noinline]] void grow() {
+        // kNil (2^32 - 1) means "no order": indices stop one short of it.
+        if (cap_ >= kNil) throw std::length_error("more than 2^32-1 live orders");
         budget_->spend();
-        items_.reserve(std::min(kMax, std::max<std::size_t>(16, items_.capacity() * 2)));
+        chunks_.reserve(chunks_.size() + 1);  // may throw: nothing changed yet
+        auto* c = static_cast<MarketOrder*>(alloc_big(std::size_t(kChunk) * sizeof(MarketOrder)));
+        chunks_.push_back(c);  // reserved: cannot fail
+        cap_ = std::min<std::uint64_t>(cap_ + kChunk, kNil);
     }
-    std::vector<T> items_;
+    std::vector<MarketOrder*> chunks_;
+    std::uint64_t used_ = 0;  // nodes ever handed out (the rest are untouched)
+    std::uint64_t cap_ = 0;
     std::uint32_t free_ = kNil;
-    std::size_t live_ = 0;
     GrowthBudget* budget_;
 };
+// --8<-- [end:pool]
 
-struct FeedBook {
-    // price -> level index, per side (levels(0) bids, levels(1) asks). The map nodes come from the
-    // market's pool resource: freed nodes are reused, not returned to malloc.
-    LevelMap bids, asks;
-    explicit FeedBook(std::pmr::memory_resource* r) : bids(r), asks(r) {}
-    LevelMap& levels(int side) { return side == 0 ? bids : asks; }
-    const LevelMap& levels(int side) const { return side == 0 ? bids : asks; }
+// --8<-- [start:window]
+// Levels outside a side's window, or off its tick grid: price -> level, in price order.
+using FarMap = std::pmr::map<std::uint32_t, PriceLevel>;
+
+// One side of one locate's book. The window holds n levels, level k at price
+// base + k * tick; a bitset (one bit per level, and a summary bit per 64-bit word) says
+// which are non-empty, so the next best price is a couple of count-leading-zeros away.
+// The tick is 100 (one cent) for a book whose first price is a whole cent from $1 up,
+// else 1; a price the grid cannot hold goes to the far map, as does any price outside
+// the window. 64 bytes: one cache line, read by every message on this side.
+struct alignas(64) SideBook {
+    PriceLevel* lv = nullptr;       // n levels (one allocation with the bitset)
+    std::uint64_t* bits = nullptr;  // words(n) words, then summary_words(n)
+    FarMap* far = nullptr;          // created at the first far price
+    std::uint32_t base = 0;         // the price of level 0
+    std::uint32_t span = 0;         // n * tick: prices base .. base + span - 1
+    std::uint32_t n = 0;            // 0 until the side's first order
+    std::uint32_t tick = 1;
+    std::uint32_t magic = 1u << 31; // (d * magic) >> 31 == d / tick for every d < 2^24
+    std::uint32_t orders = 0;       // resting orders on this side
+    std::uint32_t far_ops = 0;      // operations on far levels since the window last moved
+    std::uint8_t off_grid = 0;      // a far price off the cent grid was seen
+
+    static std::uint32_t words(std::uint32_t n) { return (n + 63) / 64; }
+    static std::uint32_t summary_words(std::uint32_t n) { return (words(n) + 63) / 64; }
+
+    // The window slot of a price, or n if the window cannot hold it. Prices are checked
+    // as unsigned distances from base, so a price below base wraps to a huge distance.
+    [[gnu::always_inline]] std::uint32_t slot(std::uint32_t price) const {
+        const std::uint32_t d = price - base;
+        if (d >= span) return n;
+        const auto q = static_cast<std::uint32_t>((std::uint64_t(d) * magic) >> 31);
+        return q * tick == d ? q : n;
+    }
+    std::uint32_t price_at(std::uint32_t k) const { return base + k * tick; }
+    bool has(std::uint32_t k) const { return (bits[k >> 6] >> (k & 63)) & 1; }
+    void set(std::uint32_t k) {
+        bits[k >> 6] |= std::uint64_t(1) << (k & 63);
+        bits[words(n) + (k >> 12)] |= std::uint64_t(1) << ((k >> 6) & 63);
+    }
+    void clear(std::uint32_t k) {
+        std::uint64_t& w = bits[k >> 6];
+        w &= ~(std::uint64_t(1) << (k & 63));
+        if (w == 0) bits[words(n) + (k >> 12)] &= ~(std::uint64_t(1) << ((k >> 6) & 63));
+    }
+    // The highest non-empty level at or below k (k < n), or -1.
+    std::int64_t highest_at_or_below(std::uint32_t k) const {
+        std::uint32_t w = k >> 6;
+        std::uint64_t m = bits[w] & (~std::uint64_t(0) >> (63 - (k & 63)));
+        if (m != 0) return std::int64_t(w) * 64 + 63 - std::countl_zero(m);
+        if (w == 0) return -1;
+        const std::uint64_t* sum = bits + words(n);
+        std::uint32_t j = w - 1;  // words below w, through the summary
+        std::int64_t s = j >> 6;
+        std::uint64_t sm = sum[s] & (~std::uint64_t(0) >> (63 - (j & 63)));
+        for (;;) {
+            if (sm != 0) {
+                std::uint32_t word = std::uint32_t(s) * 64 + 63 - std::countl_zero(sm);
+                return std::int64_t(word) * 64 + 63 - std::countl_zero(bits[word]);
+            }
+            if (--s < 0) return -1;
+            sm = sum[s];
+        }
+    }
+    // The lowest non-empty level at or above k, or -1 (k may be n: none).
+    std::int64_t lowest_at_or_above(std::uint32_t k) const {
+        if (k >= n) return -1;
+        std::uint32_t w = k >> 6;
+        std::uint64_t m = bits[w] & (~std::uint64_t(0) << (k & 63));
+        if (m != 0) return std::int64_t(w) * 64 + std::countr_zero(m);
+        const std::uint64_t* sum = bits + words(n);
+        const std::uint32_t j = w + 1;
+        if (j >= words(n)) return -1;
+        std::uint32_t s = j >> 6;
+        std::uint64_t sm = sum[s] & (~std::uint64_t(0) << (j & 63));
+        for (;;) {
+            if (sm != 0) {
+                std::uint32_t word = s * 64 + std::countr_zero(sm);
+                return std::int64_t(word) * 64 + std::countr_zero(bits[word]);
+            }
+            if (++s >= summary_words(n)) return -1;
+            sm = sum[s];
+        }
+    }
 };
+static_assert(sizeof(SideBook) == 64, "one cache line per side");
 
-// Everything a message reads about its locate besides the book's maps, in one 64-byte
-// line per locate: an E or a D touches this line, its order and its level, nothing else.
+// Everything a message reads about its locate besides its side, in one line: an E or a
+// D touches this line, its side's line, its order and its level.
 struct alignas(64) LocateState {
-    std::unique_ptr<FeedBook> feed;  // book mode; null until the locate's first order
     std::uint64_t activity = 0;      // book messages (A F E C X D U), both modes
     std::uint64_t since = 0;         // when the book became locked or crossed (ITCH ns)
-    std::uint32_t best[2] = {0, 0};  // best bid, best ask (0: none), kept as levels come
-                                     // and go, so watch() needs no map walk
+    std::uint32_t best[2] = {0, 0};  // best bid, best ask (0: none)
     char name[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};  // raw bytes of the R message
     std::uint16_t trading = 0;       // 0x100 | trading state of the last H, or 0
     std::uint8_t state = 0;          // 0 normal, 1 locked (bid = ask), 2 crossed (bid > ask)
+    std::uint8_t has_book = 0;       // an add has applied here (what `books` counts)
 };
 static_assert(sizeof(LocateState) == 64, "one cache line per locate");
-// --8<-- [end:feedbook]
+
+struct Locate {
+    LocateState s;
+    SideBook side[2];  // [0] bids, [1] asks
+};
+static_assert(sizeof(Locate) == 192, "three cache lines per locate");
+// --8<-- [end:window]
 
 // Message counts, fills, anomalies and rejects: what a replay reports.
 struct MarketCounts {
@@ -455,41 +564,73 @@ struct BookStates {
     std::uint64_t now[3] = {0, 0, 0};       // books in the state at the time of asking
 };
 
+// Window statistics (for the tests and the chapter): how the windows were sized.
+struct WindowStats {
+    std::uint64_t windows = 0;      // sides with a window now
+    std::uint64_t levels = 0;       // their levels (window slots) in all
+    std::uint64_t largest = 0;      // the largest window
+    std::uint64_t far_levels = 0;   // levels in the far maps now
+    std::uint64_t moves = 0;        // window moves and resizes so far
+    std::uint64_t pool_chunks = 0;  // chunks of 65,536 order nodes
+};
+
 class Market {
 public:
     static constexpr std::uint64_t kNoLocate = 0x1'0000;  // locates are uint16
-    // Match mode: a symbol's Book starts with the smallest window (64 levels) and a tiny
-    // pool, and moves to a Book with window_levels levels once it holds kGrowAt orders:
-    // memory follows the live orders, and busy symbols get the fast window.
-    static constexpr std::uint64_t kDefaultWindow = 4096;
-    static constexpr std::uint32_t kDefaultOrders = 64;
-    static constexpr std::uint64_t kStartWindow = 64;
-    static constexpr std::uint32_t kStartOrders = 4;
-    static constexpr std::size_t kGrowAt = 64;
+    // A side's window starts at kMinWindow levels and may double up to window_levels
+    // (at most kMaxWindow: 131,072 levels of one cent span $1,310.72, and keep the
+    // tick arithmetic below 2^24).
+    static constexpr std::uint32_t kMinWindow = 32;
+    static constexpr std::uint32_t kMaxWindow = std::uint32_t(1) << 17;
+    // A window grows only while its side rests at least one order per kLevelsPerOrder
+    // levels: a window's memory (16 bytes a level) stays within 16 * kLevelsPerOrder
+    // bytes per resting order (or kMinWindow levels).
+    static constexpr std::uint64_t kLevelsPerOrder = 16;
+    static constexpr std::uint64_t kDefaultWindow = kMaxWindow;
 
-    explicit Market(Mode mode, std::uint64_t window_levels = kDefaultWindow,
-                    std::uint32_t initial_orders = kDefaultOrders)
-        : mode_(mode), window_(window_levels), initial_orders_(initial_orders),
-          loc_(kNoLocate), refs_(&budget_), level_of_(&budget_), orders_(&budget_),
-          levels_(&budget_) {
-        Book probe(window_levels, 16);  // validates window_levels now, not at the first order
-        if (mode_ == Mode::Match) books_.resize(kNoLocate);
+    explicit Market(Mode mode, std::uint64_t window_levels = kDefaultWindow)
+        : mode_(mode), refs_(&budget_), orders_(&budget_), loc_(kNoLocate) {
+        if (window_levels < kMinWindow || window_levels > kMaxWindow ||
+            !std::has_single_bit(window_levels))
+            throw std::invalid_argument("window_levels must be a power of two in 32..131072");
+        window_cap_ = static_cast<std::uint32_t>(window_levels);
     }
+    ~Market() {
+        for (Locate& l : loc_)
+            for (SideBook& sb : l.side) {
+                std::free(sb.lv);
+                delete sb.far;  // its nodes go back to pool_, which outlives nothing here
+            }
+    }
+    Market(const Market&) = delete;
+    Market& operator=(const Market&) = delete;
 
     Mode mode() const { return mode_; }
     const MarketCounts& counts() const { return counts_; }
     std::size_t live_orders() const { return refs_.size(); }
     std::size_t books() const { return n_books_; }
-    std::uint64_t activity(std::uint16_t locate) const { return loc_[locate].activity; }
-    std::string stock(std::uint16_t locate) const { return show_stock(loc_[locate].name); }
+    std::uint64_t activity(std::uint16_t locate) const { return loc_[locate].s.activity; }
+    std::string stock(std::uint16_t locate) const { return show_stock(loc_[locate].s.name); }
     // 0 if no H message named the locate, else 0x100 | the trading state byte.
-    std::uint16_t trading_state(std::uint16_t locate) const { return loc_[locate].trading; }
+    std::uint16_t trading_state(std::uint16_t locate) const { return loc_[locate].s.trading; }
     std::size_t applied() const { return applied_; }  // events of the last run() applied
     void set_growth_budget(std::int64_t steps) { budget_.left = steps; }
+    std::uint32_t window_cap() const { return window_cap_; }
 
-    // Match mode's Book of a locate, or nullptr.
-    const Book* book(std::uint16_t locate) const {
-        return mode_ == Mode::Match ? books_[locate].get() : nullptr;
+    WindowStats window_stats() const {
+        WindowStats w;
+        for (const Locate& l : loc_)
+            for (const SideBook& sb : l.side) {
+                if (sb.n != 0) {
+                    ++w.windows;
+                    w.levels += sb.n;
+                    w.largest = std::max<std::uint64_t>(w.largest, sb.n);
+                }
+                if (sb.far != nullptr) w.far_levels += sb.far->size();
+            }
+        w.moves = moves_;
+        w.pool_chunks = orders_.chunks();
+        return w;
     }
 
     // --8<-- [start:run]
@@ -553,61 +694,40 @@ public:
         return r;
     }
     // --8<-- [end:run_itch]
-    // --8<-- [end:run]
 
     // ---- queries (both modes) ----
 
     // Best price and its total shares of one side of a locate's book; price 0 if none.
-    std::uint32_t best(std::uint16_t locate, Side side, std::uint64_t& qty) {
-        qty = 0;
-        if (mode_ == Mode::Match) {
-            Book* b = books_[locate].get();
-            return b == nullptr ? 0 : b->best(side, qty);
-        }
-        const FeedBook* b = loc_[locate].feed.get();
-        if (b == nullptr) return 0;
-        const auto& m = b->levels(int(side));
-        if (m.empty()) return 0;
-        std::uint32_t lv = side == Side::Buy ? m.rbegin()->second : m.begin()->second;
-        qty = levels_[lv].total;
-        return levels_[lv].price;
+    std::uint32_t best(std::uint16_t locate, Side side, std::uint64_t& qty) const {
+        const Locate& l = loc_[locate];
+        const std::uint32_t p = l.s.best[int(side)];
+        qty = p == 0 ? 0 : peek_level(l.side[int(side)], p).total;
+        return p;
     }
 
+    // Up to max_levels levels of one side, best first, as DepthRow(price, total, orders).
     template <class Out>
     void depth(std::uint16_t locate, Side side, std::int64_t max_levels, Out&& out) const {
-        if (mode_ == Mode::Match) {
-            if (const Book* b = books_[locate].get()) b->depth(side, max_levels, out);
-            return;
-        }
-        const FeedBook* b = loc_[locate].feed.get();
-        if (b == nullptr || max_levels <= 0) return;
+        if (max_levels <= 0) return;
         std::int64_t emitted = 0;
-        auto row = [&](std::uint32_t lv) {
-            const FeedLevel& l = levels_[lv];
-            out(DepthRow{l.price, l.total, l.count});
-            return ++emitted < max_levels;
-        };
-        const auto& m = b->levels(int(side));
-        if (side == Side::Buy) {
-            for (auto it = m.rbegin(); it != m.rend() && row(it->second); ++it) {}
-        } else {
-            for (auto it = m.begin(); it != m.end() && row(it->second); ++it) {}
-        }
+        for_each_level(loc_[locate].side[int(side)], side == Side::Sell,
+                       [&](std::uint32_t price, const PriceLevel& l) {
+                           std::uint32_t count = 0;
+                           for (std::uint32_t i = l.head; i != kNil; i = orders_[i].next) ++count;
+                           out(DepthRow{price, l.total, count});
+                           return ++emitted < max_levels;
+                       });
     }
 
     // (locate, side, price, shares) of a live order.
     bool order(std::uint64_t ref, std::uint16_t& locate, Side& side, std::uint32_t& price,
                std::uint32_t& shares) const {
-        std::uint32_t v = refs_.find(ref);
-        if (v == RefMap::kAbsent) return false;
-        if (mode_ == Mode::Match) {
-            locate = static_cast<std::uint16_t>(v);
-            return books_[v]->order(ref, side, price, shares);
-        }
-        const FeedOrder& o = orders_[v];
+        std::uint32_t i = refs_.find(ref);
+        if (i == RefIndex::kAbsent) return false;
+        const MarketOrder& o = orders_[i];
         locate = o.locate;
         side = Side(o.side);
-        price = levels_[o.level].price;
+        price = o.price;
         shares = o.shares;
         return true;
     }
@@ -618,10 +738,10 @@ public:
             s.episodes[k] = states_.episodes[k];
             s.ns[k] = states_.ns[k];
         }
-        for (const LocateState& b : loc_) {
-            if (b.state == 0) continue;
-            ++s.now[b.state];
-            s.ns[b.state] += clock_ > b.since ? clock_ - b.since : 0;  // still open
+        for (const Locate& l : loc_) {
+            if (l.s.state == 0) continue;
+            ++s.now[l.s.state];
+            s.ns[l.s.state] += clock_ > l.s.since ? clock_ - l.s.since : 0;  // still open
         }
         return s;
     }
@@ -636,54 +756,29 @@ public:
             auto r = std::to_chars(buf, buf + sizeof buf, v);
             s.append(buf, r.ptr);
         };
-        auto row = [&](std::size_t loc, const std::string& stock, Side side, std::uint32_t p,
-                       std::uint64_t prio, std::uint64_t id, std::uint32_t q) {
-            num(loc);
-            s += ',';
-            s += stock;
-            s += side == Side::Buy ? ",B," : ",S,";
-            num(p);
-            s += ',';
-            num(prio);
-            s += ',';
-            num(id);
-            s += ',';
-            num(q);
-            s += '\n';
-        };
-        struct Row {
-            std::uint32_t price;
-            std::uint64_t priority, ref;
-            std::uint32_t shares;
-        };
-        std::vector<Row> rows;
         for (std::size_t loc = 0; loc < kNoLocate; ++loc) {
-            std::string stock = show_stock(loc_[loc].name);
-            if (mode_ == Mode::Book) {
-                const FeedBook* b = loc_[loc].feed.get();
-                if (b == nullptr) continue;
-                for (Side side : {Side::Buy, Side::Sell}) {
-                    for (const auto& [price, lv] : b->levels(int(side))) {  // price ascending
-                        std::uint64_t prio = 0;
-                        for (std::uint32_t i = levels_[lv].head; i != kNil; i = orders_[i].next)
-                            row(loc, stock, side, price, prio++, orders_[i].ref, orders_[i].shares);
+            const Locate& l = loc_[loc];
+            if (l.side[0].orders == 0 && l.side[1].orders == 0) continue;
+            const std::string stock = show_stock(l.s.name);
+            for (int side : {0, 1}) {
+                for_each_level(l.side[side], true, [&](std::uint32_t price, const PriceLevel& lv) {
+                    std::uint64_t prio = 0;
+                    for (std::uint32_t i = lv.head; i != kNil; i = orders_[i].next) {
+                        num(loc);
+                        s += ',';
+                        s += stock;
+                        s += side == 0 ? ",B," : ",S,";
+                        num(price);
+                        s += ',';
+                        num(prio++);
+                        s += ',';
+                        num(orders_[i].ref);
+                        s += ',';
+                        num(orders_[i].shares);
+                        s += '\n';
                     }
-                }
-                continue;
-            }
-            const Book* b = books_[loc].get();
-            if (b == nullptr || b->size() == 0) continue;
-            for (Side side : {Side::Buy, Side::Sell}) {
-                rows.clear();
-                b->for_each_order(side, [&](std::uint32_t p, std::uint64_t prio,
-                                            std::uint64_t id, std::uint32_t q) {
-                    rows.push_back(Row{p, prio, id, q});
+                    return true;
                 });
-                // Levels come best first: bids descending, so re-sort by price (stable:
-                // each level's queue order is kept).
-                std::stable_sort(rows.begin(), rows.end(),
-                                 [](const Row& a, const Row& c) { return a.price < c.price; });
-                for (const Row& r : rows) row(loc, stock, side, r.price, r.priority, r.ref, r.shares);
             }
         }
         return s;
@@ -712,18 +807,364 @@ private:
     [[gnu::always_inline]] void apply(const ItchEvent& e, std::uint32_t idx,
                                       std::vector<FillRecord>& fills) {
         switch (e.type) {
-            case 'R': std::memcpy(loc_[e.locate].name, e.stock, 8); break;
+            case 'R': std::memcpy(loc_[e.locate].s.name, e.stock, 8); break;
             case 'H':  // the trading state: recorded, never gates an update
-                loc_[e.locate].trading = static_cast<std::uint16_t>(0x100 | e.side);
+                loc_[e.locate].s.trading = static_cast<std::uint16_t>(0x100 | e.side);
                 break;
             case 'A': case 'F': case 'E': case 'C': case 'X': case 'D': case 'U':
                 if (mode_ == Mode::Book) feed(e, idx, fills); else match(e, idx, fills);
-                ++loc_[e.locate].activity;  // counted once the event has applied
+                ++loc_[e.locate].s.activity;  // counted once the event has applied
                 break;
             default: break;  // S P Q B ...: counted only
         }
         ++counts_.events[e.type];
         clock_ = std::max(clock_, e.timestamp);
+        if (pending_ != nullptr) [[unlikely]] maintain();  // between events, never inside one
+    }
+
+    // --------------------------------------------------- levels and windows (both modes)
+
+    // --8<-- [start:levels]
+    // The level of an order's price (it exists: the order rests there).
+    [[gnu::always_inline]] PriceLevel& level_of(Locate& l, SideBook& sb, std::uint32_t price) {
+        const std::uint32_t k = sb.slot(price);
+        if (k < sb.n) [[likely]] return sb.lv[k];
+        return far_level(l, sb, price);
+    }
+    [[gnu::noinline]] PriceLevel& far_level(Locate& l, SideBook& sb, std::uint32_t price) {
+        note_far(l, sb, price);
+        return sb.far->find(price)->second;
+    }
+    const PriceLevel& peek_level(const SideBook& sb, std::uint32_t price) const {
+        const std::uint32_t k = sb.slot(price);
+        return k < sb.n ? sb.lv[k] : sb.far->find(price)->second;
+    }
+
+    // Where a new order at `price` will rest: its level (made now, empty, if it is a new
+    // far price; a new window level is only marked when the order rests). Everything that
+    // can fail happens here, before the event changes anything.
+    struct Prepared {
+        PriceLevel* lv;
+        std::uint32_t k;  // window slot, or sb.n: a far level
+        bool fresh;       // the level has no order yet
+    };
+    [[gnu::always_inline]] Prepared prepare_level(Locate& l, SideBook& sb, int s,
+                                                   std::uint32_t price) {
+        if (sb.orders == 0) [[unlikely]] fresh_window(sb, s, price);
+        const std::uint32_t k = sb.slot(price);
+        if (k < sb.n) [[likely]] return Prepared{&sb.lv[k], k, sb.lv[k].head == kNil};
+        return prepare_far(l, sb, price);
+    }
+    [[gnu::noinline]] Prepared prepare_far(Locate& l, SideBook& sb, std::uint32_t price) {
+        if (sb.far == nullptr) {
+            budget_.spend();
+            sb.far = new FarMap(&pool_);
+        }
+        auto it = sb.far->find(price);
+        bool fresh = false;
+        if (it == sb.far->end()) {
+            budget_.spend();
+            it = sb.far->emplace(price, PriceLevel{0, kNil, kNil}).first;  // may throw
+            fresh = true;
+        }
+        note_far(l, sb, price);
+        return Prepared{&it->second, sb.n, fresh};
+    }
+
+    // A new order at the back of its prepared level's queue. Cannot fail.
+    [[gnu::always_inline]] void rest(Locate& l, SideBook& sb, int s, const Prepared& p,
+                                     std::uint64_t ref, std::uint32_t shares,
+                                     std::uint16_t locate, std::uint32_t price) {
+        const std::uint32_t i = orders_.alloc();
+        PriceLevel& lv = *p.lv;
+        if (p.fresh) {  // an empty window level is already {0, kNil, kNil}
+            if (p.k < sb.n) sb.set(p.k);
+            std::uint32_t& best = l.s.best[s];
+            if (best == 0 || (s == 0 ? price > best : price < best)) best = price;
+        }
+        MarketOrder& o = orders_[i];
+        o.ref = ref;
+        o.shares = shares;
+        o.price = price;
+        o.next = kNil;
+        o.prev = lv.tail;
+        o.locate = locate;
+        o.side = static_cast<std::uint8_t>(s);
+        if (lv.tail != kNil) orders_[lv.tail].next = i; else lv.head = i;
+        lv.tail = i;
+        lv.total += shares;
+        ++sb.orders;
+        refs_.insert(ref, i);
+    }
+
+    // Take 1..its shares off order i (it keeps its place), removing it at zero.
+    [[gnu::always_inline]] void take(Locate& l, SideBook& sb, int s, std::uint32_t i,
+                                     std::uint32_t shares) {
+        MarketOrder& o = orders_[i];
+        if (shares == o.shares) {
+            refs_.erase(o.ref);
+            return unlink(l, sb, s, i);
+        }
+        o.shares -= shares;
+        level_of(l, sb, o.price).total -= shares;
+    }
+
+    // Unlink order i from its queue and free its node (its reference is the caller's);
+    // an emptied level leaves the window's bitset (or the far map).
+    [[gnu::always_inline]] void unlink(Locate& l, SideBook& sb, int s, std::uint32_t i) {
+        const std::uint32_t k = sb.slot(orders_[i].price);
+        unlink_at(l, sb, s, i, k < sb.n ? sb.lv[k] : far_level(l, sb, orders_[i].price), k);
+    }
+    [[gnu::always_inline]] void unlink_at(Locate& l, SideBook& sb, int s, std::uint32_t i,
+                                          PriceLevel& lv, std::uint32_t k) {
+        MarketOrder& o = orders_[i];
+        if (lv.head == i) {
+            // The head leaves (a fill, most executions): the next order becomes the head,
+            // and its `prev` is left as it is. No one reads the head's prev (this test
+            // is on the level, not on prev), so the next order's line is not touched.
+            lv.head = o.next;
+            if (o.next == kNil) lv.tail = kNil;
+        } else {
+            orders_[o.prev].next = o.next;
+            if (o.next != kNil) orders_[o.next].prev = o.prev; else lv.tail = o.prev;
+        }
+        lv.total -= o.shares;
+        if (lv.head == kNil) {  // the level is empty: it goes
+            if (k < sb.n) sb.clear(k); else sb.far->erase(o.price);
+            if (l.s.best[s] == o.price) l.s.best[s] = next_best(sb, s, k);
+        }
+        if (--sb.orders == 0 && sb.n > kMinWindow) [[unlikely]] pending_ = &l;  // give it back
+        orders_.release(i);
+    }
+
+    // The best level of a side just emptied (k: its window slot, or n if it was far):
+    // the new best is the better of the window's best (bids: scan down from k, nothing
+    // is above the old best; asks: up) and the far map's (its last / first key).
+    [[gnu::noinline]] std::uint32_t next_best(const SideBook& sb, int s, std::uint32_t k) const {
+        std::uint32_t w = 0;  // 0: none (no level has price 0)
+        if (sb.n != 0) {
+            const std::int64_t j = s == 0 ? sb.highest_at_or_below(k < sb.n ? k : sb.n - 1)
+                                          : sb.lowest_at_or_above(k < sb.n ? k : 0);
+            if (j >= 0) w = sb.price_at(static_cast<std::uint32_t>(j));
+        }
+        std::uint32_t f = 0;
+        if (sb.far != nullptr && !sb.far->empty())
+            f = s == 0 ? sb.far->rbegin()->first : sb.far->begin()->first;
+        if (w == 0 || f == 0) return w | f;
+        return s == 0 ? std::max(w, f) : std::min(w, f);
+    }
+    // --8<-- [end:levels]
+
+    // --8<-- [start:window_moves]
+    static constexpr std::uint32_t kMagic1 = std::uint32_t(1) << 31;
+    static constexpr std::uint32_t kMagic100 = 21'474'837;  // ceil(2^31 / 100)
+    static std::uint32_t tick_for(std::uint32_t price) {
+        return price >= 10'000 && price % 100 == 0 ? 100 : 1;  // NASDAQ: cents from $1 up
+    }
+    // The base that puts `price` three quarters of the way up a bid window (bids rest
+    // below the best) or a quarter up an ask window, on the price's tick grid, with the
+    // whole window inside 0..2^32-1.
+    static std::uint32_t place(std::uint32_t price, std::uint32_t n, std::uint32_t tick, int s) {
+        const std::int64_t below = std::int64_t(s == 0 ? n - n / 4 : n / 4) * tick;
+        const std::int64_t top = (std::int64_t(1) << 32) - std::int64_t(n) * tick;
+        std::int64_t base = std::int64_t(price) - below;
+        if (base < 0) base = price % tick;
+        if (base > top) base = top - (((top - price) % tick) + tick) % tick;
+        return static_cast<std::uint32_t>(base);
+    }
+    void set_grid(SideBook& sb, std::uint32_t n, std::uint32_t tick, std::uint32_t base) {
+        sb.n = n;
+        sb.tick = tick;
+        sb.magic = tick == 100 ? kMagic100 : kMagic1;
+        sb.span = n * tick;
+        sb.base = base;
+    }
+    // n levels and their bitset (zeroed), in one allocation. May throw.
+    std::pair<PriceLevel*, std::uint64_t*> alloc_window(std::uint32_t n) {
+        budget_.spend();
+        const std::size_t words = SideBook::words(n) + SideBook::summary_words(n);
+        auto* lv = static_cast<PriceLevel*>(alloc_big(std::size_t(n) * sizeof(PriceLevel) + words * 8));
+        auto* bits = reinterpret_cast<std::uint64_t*>(lv + n);
+        std::fill(lv, lv + n, PriceLevel{0, kNil, kNil});  // every level empty
+        std::memset(bits, 0, words * 8);
+        return {lv, bits};
+    }
+
+    // The first order of a side with no order: a window (the smallest) around its price.
+    // Nothing rests on the side, so re-basing moves nothing. May throw (nothing changed).
+    [[gnu::noinline]] void fresh_window(SideBook& sb, int s, std::uint32_t price) {
+        if (sb.n == 0) {
+            auto [lv, bits] = alloc_window(kMinWindow);
+            sb.lv = lv;
+            sb.bits = bits;
+            sb.n = kMinWindow;
+        }
+        const std::uint32_t tick = tick_for(price);
+        set_grid(sb, sb.n, tick, place(price, sb.n, tick, s));
+        sb.far_ops = 0;
+        sb.off_grid = 0;
+    }
+
+    // A far level was used: count it; enough of them and the window moves (between events).
+    void note_far(Locate& l, SideBook& sb, std::uint32_t price) {
+        if (sb.tick != 1 && price % sb.tick != 0) sb.off_grid = 1;
+        if (++sb.far_ops >= far_limit(sb)) pending_ = &l;
+    }
+    // Far operations that pay for one window move: a move costs O(n / 64 + levels moved).
+    static std::uint32_t far_limit(const SideBook& sb) { return std::max<std::uint32_t>(16, sb.n / 4); }
+
+    // Between events: windows whose side emptied go back to the allocator (memory follows
+    // the live orders); a side that keeps using far levels gets its window moved to its
+    // best price, doubled while it has fewer than 4 levels per resting order, and on the
+    // 1/10,000 grid if off-cent prices were seen.
+    [[gnu::noinline]] void maintain() {
+        Locate& l = *pending_;
+        pending_ = nullptr;
+        for (int s : {0, 1}) {
+            SideBook& sb = l.side[s];
+            if (sb.n == 0) continue;
+            if (sb.orders == 0) {
+                if (sb.n > kMinWindow) {
+                    std::free(sb.lv);
+                    sb.lv = nullptr;
+                    sb.bits = nullptr;
+                    set_grid(sb, 0, 1, 0);
+                    ++moves_;
+                }
+                continue;
+            }
+            if (sb.far_ops >= far_limit(sb)) rebuild(sb, s, l.s.best[s]);
+        }
+    }
+
+    // Move (and maybe grow) a side's window so that its best price sits where place()
+    // puts it. Every level stays where exactly one lookup finds it: in the new window if
+    // it can hold the price, else in the far map. If memory runs out, nothing moves.
+    [[gnu::noinline]] void rebuild(SideBook& sb, int s, std::uint32_t best) {
+        sb.far_ops = 0;
+        std::uint32_t n = sb.n;
+        // Off-cent prices seen (or a best price off the cent grid): the 1/10,000 grid.
+        const std::uint32_t tick = sb.off_grid || best % sb.tick != 0 ? 1 : sb.tick;
+        sb.off_grid = 0;
+        // Double while the side has the orders for it (4 levels each at most) and the
+        // window placed at the best would still leave a far level out: one move then
+        // takes in the whole range the side trades over, not one doubling per move.
+        auto covers = [&](std::uint32_t m) {
+            if (sb.far == nullptr || sb.far->empty()) return true;
+            const std::uint32_t b = place(best, m, tick, s);
+            const std::uint32_t lo = sb.far->begin()->first, hi = sb.far->rbegin()->first;
+            return lo - b < m * tick && hi - b < m * tick;
+        };
+        while (n < window_cap_ && 2 * std::uint64_t(n) <= kLevelsPerOrder * std::uint64_t(sb.orders) &&
+               (n == sb.n || !covers(n)))
+            n *= 2;
+        const std::uint32_t base = place(best, n, tick, s);
+        if (n == sb.n && tick == sb.tick && base == sb.base) return;  // already in place
+        SideBook nw = sb;
+        try {
+            auto [lv, bits] = alloc_window(n);
+            nw.lv = lv;
+            nw.bits = bits;
+        } catch (const std::bad_alloc&) {
+            return;
+        }
+        set_grid(nw, n, tick, base);
+        auto each_old = [&](auto&& fn) {
+            for (std::int64_t k = sb.lowest_at_or_above(0); k >= 0;
+                 k = sb.lowest_at_or_above(static_cast<std::uint32_t>(k + 1)))
+                if (!fn(static_cast<std::uint32_t>(k))) return;
+        };
+        try {  // 1. the old window's levels: into the new window, or the far map
+            each_old([&](std::uint32_t k) {
+                const std::uint32_t price = sb.price_at(k);
+                const std::uint32_t j = nw.slot(price);
+                if (j < n) {
+                    nw.lv[j] = sb.lv[k];
+                    nw.set(j);
+                } else {
+                    if (sb.far == nullptr) {
+                        budget_.spend();
+                        sb.far = new FarMap(&pool_);
+                    }
+                    budget_.spend();
+                    sb.far->emplace(price, sb.lv[k]);
+                }
+                return true;
+            });
+        } catch (const std::bad_alloc&) {
+            // Undo: no price of the old window was in the far map before, so every one the
+            // new window cannot hold is one this loop copied (or had not reached yet).
+            if (sb.far != nullptr)
+                each_old([&](std::uint32_t k) {
+                    const std::uint32_t price = sb.price_at(k);
+                    if (nw.slot(price) == n) sb.far->erase(price);
+                    return true;
+                });
+            std::free(nw.lv);
+            return;
+        }
+        if (sb.far != nullptr) {  // 2. far levels the new window can hold move in
+            for (auto it = sb.far->lower_bound(nw.base);
+                 it != sb.far->end() && it->first - nw.base < nw.span;) {
+                const std::uint32_t j = nw.slot(it->first);
+                if (j < n) {
+                    nw.lv[j] = it->second;
+                    nw.set(j);
+                    it = sb.far->erase(it);
+                } else {
+                    ++it;
+                }
+            }
+        }
+        std::free(sb.lv);
+        nw.far = sb.far;
+        sb = nw;
+        ++moves_;
+    }
+    // --8<-- [end:window_moves]
+
+    // Every non-empty level of a side in price order (ascending or descending): the
+    // window's and the far map's, merged. fn(price, level) returns false to stop.
+    template <class Fn>
+    void for_each_level(const SideBook& sb, bool ascending, Fn&& fn) const {
+        std::int64_t k = -1;
+        if (sb.n != 0) k = ascending ? sb.lowest_at_or_above(0) : sb.highest_at_or_below(sb.n - 1);
+        auto step = [&](std::int64_t j) -> std::int64_t {
+            if (ascending) return sb.lowest_at_or_above(static_cast<std::uint32_t>(j + 1));
+            return j == 0 ? -1 : sb.highest_at_or_below(static_cast<std::uint32_t>(j - 1));
+        };
+        auto window = [&]() {
+            const bool go = fn(sb.price_at(static_cast<std::uint32_t>(k)),
+                               sb.lv[static_cast<std::size_t>(k)]);
+            k = step(k);
+            return go;
+        };
+        if (sb.far == nullptr || sb.far->empty()) {
+            while (k >= 0 && window()) {}
+            return;
+        }
+        if (ascending) {
+            for (auto it = sb.far->begin();;) {
+                const bool far = it != sb.far->end();
+                if (k < 0 && !far) return;
+                if (k >= 0 && (!far || sb.price_at(static_cast<std::uint32_t>(k)) < it->first)) {
+                    if (!window()) return;
+                } else {
+                    if (!fn(it->first, it->second)) return;
+                    ++it;
+                }
+            }
+        }
+        for (auto it = sb.far->rbegin();;) {
+            const bool far = it != sb.far->rend();
+            if (k < 0 && !far) return;
+            if (k >= 0 && (!far || sb.price_at(static_cast<std::uint32_t>(k)) > it->first)) {
+                if (!window()) return;
+            } else {
+                if (!fn(it->first, it->second)) return;
+                ++it;
+            }
+        }
     }
 
     // ------------------------------------------------------------ book mode
@@ -732,187 +1173,85 @@ private:
     // The per-message steps below are always_inline: inlined into both message loops
     // (run, run_itch) whatever the compiler's size budget for this file says. Called out
     // of line, they would need the decoded event stored to memory and read back, and a
-    // call and return, on every message; the rare steps (a new level, an emptied one,
-    // growth) are noinline, so that the loop stays small.
+    // call and return, on every message; the rare steps (a far level, a new window, a
+    // window move) are noinline, so that the loop stays small.
     [[gnu::always_inline]] void feed(const ItchEvent& e, std::uint32_t idx,
                                      std::vector<FillRecord>& fills) {
         if (e.type == 'A' || e.type == 'F') return feed_add(e);
         if (e.type == 'U' && e.price == 0) return anomaly(Anomaly::BadPrice);
         if (e.type != 'D' && e.shares == 0) return anomaly(Anomaly::BadShares);
-        std::uint32_t i = refs_.find(e.order_ref);
-        if (i == RefMap::kAbsent) return anomaly(Anomaly::UnknownRef);
-        FeedOrder& o = orders_[i];
-        if (o.locate != e.locate) anomaly(Anomaly::LocateMismatch);  // the map wins
-        LocateState& b = loc_[o.locate];
+        const std::uint32_t i = refs_.find(e.order_ref);
+        if (i == RefIndex::kAbsent) return anomaly(Anomaly::UnknownRef);
+        MarketOrder& o = orders_[i];
+        if (o.locate != e.locate) anomaly(Anomaly::LocateMismatch);  // the order wins
+        Locate& l = loc_[o.locate];
+        const int s = o.side;
+        SideBook& sb = l.side[s];
         switch (e.type) {
             case 'E': case 'C': {
                 if (e.shares > o.shares) return anomaly(Anomaly::OverExecution);
                 reserve_fills(fills, 1);
                 // E trades at the resting price; C at its own Execution Price, whatever
                 // it is (0 included): the spec says the print is at that price.
-                std::uint32_t price = e.type == 'C' ? e.price : levels_[o.level].price;
-                emit(fills, e.order_ref, 0, price, e.shares, Side(o.side ^ 1), idx);
-                take(b, i, e.shares);  // keeps its place in the queue
+                const std::uint32_t price = e.type == 'C' ? e.price : o.price;
+                emit(fills, e.order_ref, 0, price, e.shares, Side(s ^ 1), idx);
+                take(l, sb, s, i, e.shares);  // keeps its place in the queue
                 break;
             }
             case 'X':
                 if (e.shares > o.shares) return anomaly(Anomaly::OverCancel);
-                take(b, i, e.shares);
+                take(l, sb, s, i, e.shares);
                 break;
             case 'D':
-                remove(b, i);
+                refs_.erase(e.order_ref);
+                unlink(l, sb, s, i);
                 break;
             default:  // 'U'
-                if (e.new_order_ref != e.order_ref && refs_.find(e.new_order_ref) != RefMap::kAbsent)
+                if (e.new_order_ref != e.order_ref &&
+                    refs_.find(e.new_order_ref) != RefIndex::kAbsent)
                     return anomaly(Anomaly::DuplicateRef);
-                replace(b, i, e);
+                feed_replace(l, sb, s, i, e);
                 break;
         }
-        watch(b, e.timestamp);
+        watch(l.s, e.timestamp);
     }
 
     [[gnu::always_inline]] void feed_add(const ItchEvent& e) {
         if (e.side != 'B' && e.side != 'S') return anomaly(Anomaly::BadSide);
         if (e.price == 0) return anomaly(Anomaly::BadPrice);
         if (e.shares == 0) return anomaly(Anomaly::BadShares);
-        if (refs_.find(e.order_ref) != RefMap::kAbsent) return anomaly(Anomaly::DuplicateRef);
-        // Every allocation first; nothing below the level lookup can fail.
-        orders_.reserve_one();
-        levels_.reserve_one();
-        level_of_.reserve_one();
+        if (refs_.find(e.order_ref) != RefIndex::kAbsent) return anomaly(Anomaly::DuplicateRef);
+        orders_.reserve_one();  // every allocation first: nothing below can fail
         refs_.reserve_for(e.order_ref);
-        LocateState& b = loc_[e.locate];
-        std::unique_ptr<FeedBook>& slot = b.feed;
-        bool created = false;
-        if (!slot) [[unlikely]] {
-            budget_.spend();
-            slot = std::make_unique<FeedBook>(&pool_);
-            created = true;
-            ++n_books_;
-        }
-        int side = e.side == 'B' ? 0 : 1;
-        std::uint32_t lv;
-        try {
-            lv = level_at(b, e.locate, side, e.price);
-        } catch (...) {
-            if (created) {  // the book this add created goes again: nothing changed
-                slot.reset();
-                --n_books_;
-            }
-            throw;
-        }
-        rest(lv, e.order_ref, e.shares, e.locate, side);
-        watch(b, e.timestamp);
-    }
-
-    // --8<-- [end:feed]
-
-    // --8<-- [start:feed_ops]
-    // The key of a price level in level_of_: locate, side and price (49 bits; RefMap's
-    // hash is keyed per market, so no stream can pile its levels onto one probe run).
-    static std::uint64_t level_key(std::uint16_t locate, int side, std::uint32_t price) {
-        return (std::uint64_t(locate) << 33) | (std::uint64_t(side) << 32) | price;
-    }
-
-    // The level of a price on one side, created (empty) if absent. May throw (a map
-    // node); level_of_ must have room for one more (reserve_one) before.
-    [[gnu::always_inline]] std::uint32_t level_at(LocateState& b, std::uint16_t locate, int side,
-                                                  std::uint32_t price) {
-        const std::uint64_t key = level_key(locate, side, price);
-        std::uint32_t lv = level_of_.find(key);
-        if (lv != RefMap::kAbsent) [[likely]] return lv;
-        return new_level(b, key, side, price);
-    }
-    [[gnu::noinline]] std::uint32_t new_level(LocateState& b, std::uint64_t key, int side,
-                                              std::uint32_t price) {
-        std::uint32_t lv;
-        auto& m = b.feed->levels(side);
-        budget_.spend();
-        auto it = m.emplace(price, kNil).first;  // may throw; then nothing has changed
-        lv = levels_.alloc();                    // reserved: cannot fail
-        levels_[lv] = FeedLevel{0, kNil, kNil, 0, price, it};
-        it->second = lv;
-        level_of_.insert(key, lv);               // reserved: cannot fail
-        std::uint32_t& best = b.best[side];
-        if (best == 0 || (side == 0 ? price > best : price < best)) best = price;
-        return lv;
-    }
-
-    // A new order at the back of level lv's queue. Cannot fail (everything reserved).
-    [[gnu::always_inline]] void rest(std::uint32_t lv, std::uint64_t ref, std::uint32_t shares,
-                                     std::uint16_t locate, int side) {
-        std::uint32_t i = orders_.alloc();
-        FeedLevel& l = levels_[lv];
-        FeedOrder& o = orders_[i];
-        o.ref = ref;
-        o.shares = shares;
-        o.level = lv;
-        o.next = kNil;
-        o.prev = l.tail;
-        o.locate = locate;
-        o.side = static_cast<std::uint8_t>(side);
-        if (l.tail != kNil) orders_[l.tail].next = i; else l.head = i;
-        l.tail = i;
-        l.total += shares;
-        ++l.count;
-        refs_.insert(ref, i);
-    }
-
-    // Take 1..its shares off order i (it keeps its place), removing it at zero.
-    [[gnu::always_inline]] void take(LocateState& b, std::uint32_t i, std::uint32_t shares) {
-        FeedOrder& o = orders_[i];
-        if (shares == o.shares) return remove(b, i);
-        o.shares -= shares;
-        levels_[o.level].total -= shares;
-    }
-
-    // Forget order i: unlink it, and its reference.
-    [[gnu::always_inline]] void remove(LocateState& b, std::uint32_t i) {
-        refs_.erase(orders_[i].ref);
-        unlink(b, i);
-    }
-    // Unlink order i from its queue and free its node; an emptied level leaves its map
-    // (through its own node: no search) and the level table.
-    [[gnu::always_inline]] void unlink(LocateState& b, std::uint32_t i) {
-        FeedOrder& o = orders_[i];
-        FeedLevel& l = levels_[o.level];
-        if (o.prev != kNil) orders_[o.prev].next = o.next; else l.head = o.next;
-        if (o.next != kNil) orders_[o.next].prev = o.prev; else l.tail = o.prev;
-        l.total -= o.shares;
-        if (--l.count == 0) [[unlikely]] drop_level(b, o.locate, o.side, o.level);
-        orders_.release(i);
-    }
-    [[gnu::noinline]] void drop_level(LocateState& b, std::uint16_t locate, int side,
-                                      std::uint32_t lv) {
-        FeedLevel& l = levels_[lv];
-        auto& m = b.feed->levels(side);
-        if (b.best[side] == l.price) {  // the best level goes: the next one is its neighbour
-            if (side == 0) b.best[0] = l.node == m.begin() ? 0 : std::prev(l.node)->first;
-            else b.best[1] = std::next(l.node) == m.end() ? 0 : std::next(l.node)->first;
-        }
-        m.erase(l.node);
-        level_of_.erase(level_key(locate, side, l.price));
-        levels_.release(lv);
+        Locate& l = loc_[e.locate];
+        const int s = e.side == 'B' ? 0 : 1;
+        SideBook& sb = l.side[s];
+        const Prepared p = prepare_level(l, sb, s, e.price);  // may throw: nothing changed
+        rest(l, sb, s, p, e.order_ref, e.shares, e.locate, e.price);
+        count_book(l);
+        watch(l.s, e.timestamp);
     }
 
     // U: the old order leaves, the new one rests at the back of its price, same side.
-    // Everything that can fail (growth, a map node for a new price) comes first. The new
-    // order is linked before the old one leaves: its level then holds at least one order,
-    // so the removal cannot drop the level the new order is in.
-    void replace(LocateState& b, std::uint32_t i, const ItchEvent& e) {
+    // The new order is linked before the old one leaves: its level then holds at least
+    // one order, so the removal cannot drop the level the new order is in.
+    [[gnu::noinline]] void feed_replace(Locate& l, SideBook& sb, int s, std::uint32_t i, const ItchEvent& e) {
         orders_.reserve_one();
-        levels_.reserve_one();
-        level_of_.reserve_one();
         refs_.reserve_for(e.new_order_ref);
-        int side = orders_[i].side;
-        std::uint16_t locate = orders_[i].locate;
-        std::uint32_t lv = level_at(b, locate, side, e.price);  // may throw: nothing changed yet
+        const Prepared p = prepare_level(l, sb, s, e.price);  // may throw: nothing changed
+        const std::uint16_t locate = orders_[i].locate;
         refs_.erase(e.order_ref);  // first: the new ref may equal the old one
-        rest(lv, e.new_order_ref, e.shares, locate, side);
-        unlink(b, i);
+        rest(l, sb, s, p, e.new_order_ref, e.shares, locate, e.price);
+        unlink(l, sb, s, i);
     }
+    // --8<-- [end:feed]
 
-    // --8<-- [end:feed_ops]
+    void count_book(Locate& l) {
+        if (l.s.has_book == 0) [[unlikely]] {
+            l.s.has_book = 1;
+            ++n_books_;
+        }
+    }
 
     // --8<-- [start:watch]
     // After a book-mode message changed book b: is it locked or crossed now? Counts the
@@ -934,7 +1273,8 @@ private:
     // ------------------------------------------------------------ match mode
 
     // --8<-- [start:match]
-    void match(const ItchEvent& e, std::uint32_t idx, std::vector<FillRecord>& fills) {
+    [[gnu::always_inline]] void match(const ItchEvent& e, std::uint32_t idx,
+                                      std::vector<FillRecord>& fills) {
         switch (e.type) {
             case 'A': case 'F': return match_add(e, idx, fills);
             case 'E': case 'C': return;  // an engine makes its own executions
@@ -942,119 +1282,121 @@ private:
         }
         if (e.type == 'U' && e.price == 0) return reject(Reason::BadPrice);
         if (e.type != 'D' && e.shares == 0) return reject(Reason::BadQty);
-        std::uint32_t loc = refs_.find(e.order_ref);
-        if (loc == RefMap::kAbsent) return reject(Reason::UnknownId);
-        if (loc != e.locate) anomaly(Anomaly::LocateMismatch);
-        Book& b = *books_[loc];
+        const std::uint32_t i = refs_.find(e.order_ref);
+        if (i == RefIndex::kAbsent) return reject(Reason::UnknownId);
+        MarketOrder& o = orders_[i];
+        if (o.locate != e.locate) anomaly(Anomaly::LocateMismatch);  // the order wins
+        Locate& l = loc_[o.locate];
+        const int s = o.side;
+        SideBook& sb = l.side[s];
         if (e.type == 'X') {
-            std::uint64_t left;
-            Reason r = b.reduce(e.order_ref, e.shares, left);
-            if (r == Reason::OverReduce) return reject(r);
-            if (left == 0) refs_.erase(e.order_ref);
+            if (e.shares > o.shares) return reject(Reason::OverReduce);
+            take(l, sb, s, i, e.shares);
         } else if (e.type == 'D') {
-            std::uint64_t removed;
-            b.cancel(e.order_ref, removed);
             refs_.erase(e.order_ref);
-        } else {  // 'U'
-            if (e.new_order_ref != e.order_ref && refs_.find(e.new_order_ref) != RefMap::kAbsent)
+            unlink(l, sb, s, i);
+        } else {  // 'U': the old order leaves, the new one enters (and may match)
+            if (e.new_order_ref != e.order_ref && refs_.find(e.new_order_ref) != RefIndex::kAbsent)
                 return reject(Reason::DuplicateId);
-            reserve_fills(fills, b.size() + 1);  // a replace fills at most every resting order
-            refs_.reserve_for(e.new_order_ref);
-            refs_.erase(e.order_ref);
-            std::size_t first = fills.size();
-            b.replace(e.order_ref, e.new_order_ref, e.price, e.shares, [&](const Fill& f) {
-                emit(fills, f.resting_id, f.aggressor_id, f.price, f.qty, f.aggressor_side, idx);
-            });
-            settle(b, e.new_order_ref, static_cast<std::uint16_t>(loc), fills, first);
+            match_replace(l, sb, s, i, e, idx, fills);
         }
     }
 
-    void match_add(const ItchEvent& e, std::uint32_t idx, std::vector<FillRecord>& fills) {
+    [[gnu::always_inline]] void match_add(const ItchEvent& e, std::uint32_t idx,
+                                          std::vector<FillRecord>& fills) {
         if (e.side != 'B' && e.side != 'S') return reject(Reason::BadSide);
         if (e.shares == 0) return reject(Reason::BadQty);
-        if (refs_.find(e.order_ref) != RefMap::kAbsent) return reject(Reason::DuplicateId);
-        refs_.reserve_for(e.order_ref);  // before the book changes: the insert cannot fail
-        std::unique_ptr<Book>& slot = books_[e.locate];
-        bool created = false;
-        if (!slot) [[unlikely]] {
-            budget_.spend();
-            slot = std::make_unique<Book>(std::min(kStartWindow, window_), kStartOrders);
-            created = true;
-            ++n_books_;
+        if (refs_.find(e.order_ref) != RefIndex::kAbsent) return reject(Reason::DuplicateId);
+        Locate& l = loc_[e.locate];
+        const int s = e.side == 'B' ? 0 : 1;
+        SideBook& sb = l.side[s];
+        // An order fills at most every resting order of the other side: room for that,
+        // and (a limit order may rest) for its node, reference and level, first.
+        reserve_fills(fills, std::size_t(l.side[s ^ 1].orders) + 1);
+        Prepared p{nullptr, 0, false};
+        if (e.price != 0) {  // price 0: the CSV convention for a market order, never rests
+            orders_.reserve_one();
+            refs_.reserve_for(e.order_ref);
+            p = prepare_level(l, sb, s, e.price);  // may throw: nothing changed yet
         }
-        Book& b = *slot;
-        Side side = e.side == 'B' ? Side::Buy : Side::Sell;
-        std::size_t first = fills.size();
-        auto sink = [&](const Fill& f) {
-            emit(fills, f.resting_id, f.aggressor_id, f.price, f.qty, f.aggressor_side, idx);
-        };
-        try {
-            reserve_fills(fills, b.size() + 1);  // an add fills at most every resting order
-            budget_.spend_if(b.pool_capacity() == b.size());  // the test hook: Book growth
-            // The Book grows (if it must) before it changes anything (book.hpp).
-            if (e.price == 0) {  // the CSV convention: price 0 is a market order
-                std::uint64_t unfilled;
-                b.add_market(e.order_ref, side, e.shares, unfilled, sink);
+        count_book(l);
+        const std::uint32_t left = cross(l, s, e.price, e.shares, e.order_ref, idx, fills);
+        if (e.price != 0) settle(l, sb, s, p, left, e.order_ref, e.locate, e.price);
+    }
+
+    // U in match mode: as Book::replace, the old order leaves and a new one (same side)
+    // enters at its price and may match. The old one is unlinked last, after the new one
+    // rested: only the other side matches, so the order of the two does not change what
+    // trades, and the new order's prepared level cannot be dropped under it.
+    [[gnu::noinline]] void match_replace(Locate& l, SideBook& sb, int s, std::uint32_t i, const ItchEvent& e,
+                       std::uint32_t idx, std::vector<FillRecord>& fills) {
+        reserve_fills(fills, std::size_t(l.side[s ^ 1].orders) + 1);
+        orders_.reserve_one();
+        refs_.reserve_for(e.new_order_ref);
+        const Prepared p = prepare_level(l, sb, s, e.price);  // may throw: nothing changed
+        const std::uint16_t locate = orders_[i].locate;
+        refs_.erase(e.order_ref);  // first: the new ref may equal the old one
+        const std::uint32_t left = cross(l, s, e.price, e.shares, e.new_order_ref, idx, fills);
+        settle(l, sb, s, p, left, e.new_order_ref, locate, e.price);
+        unlink(l, sb, s, i);
+    }
+
+    // Trade `qty` of an incoming order on side s against the other side, best price
+    // first, oldest first, each fill at the resting price; limit 0: a market order.
+    // Returns the quantity left.
+    [[gnu::always_inline]] std::uint32_t cross(Locate& l, int s, std::uint32_t limit,
+                                               std::uint32_t qty, std::uint64_t aggressor,
+                                               std::uint32_t idx, std::vector<FillRecord>& fills) {
+        const int o = s ^ 1;
+        SideBook& ob = l.side[o];
+        while (qty != 0) {
+            const std::uint32_t best = l.s.best[o];
+            if (best == 0) break;
+            if (limit != 0 && (s == 0 ? best > limit : best < limit)) break;
+            const std::uint32_t k = ob.slot(best);
+            PriceLevel& lv = k < ob.n ? ob.lv[k] : far_level(l, ob, best);
+            const std::uint32_t i = lv.head;
+            MarketOrder& r = orders_[i];
+            // Ask for the lines this fill will need next while it does the rest: the
+            // reference's slot (erased if the order fills) and the order behind it.
+            refs_.prefetch(r.ref);
+            if (r.next != kNil) orders_.prefetch(r.next);
+            const std::uint32_t t = std::min(qty, r.shares);
+            emit(fills, r.ref, aggressor, best, t, Side(s), idx);
+            qty -= t;
+            if (t == r.shares) {
+                refs_.erase(r.ref);
+                unlink_at(l, ob, o, i, lv, k);
             } else {
-                b.add_limit(e.order_ref, side, e.price, e.shares, sink);
+                r.shares -= t;
+                lv.total -= t;
             }
-        } catch (...) {
-            if (created) {  // the book this add created goes again: nothing changed
-                slot.reset();
-                --n_books_;
-            }
-            throw;
         }
-        settle(b, e.order_ref, e.locate, fills, first);
-        if (b.size() >= kGrowAt && b.window_levels() < window_) [[unlikely]] grow(e.locate);
+        return qty;
     }
 
-    // After an order entered `b`: forget the resting orders its fills (from index
-    // `first` on) removed, and remember the order itself if a remainder rests.
-    void settle(Book& b, std::uint64_t ref, std::uint16_t locate,
-                std::vector<FillRecord>& fills, std::size_t first) {
-        Side s;
-        std::uint32_t p, q;
-        for (std::size_t i = first; i < fills.size(); ++i)
-            if (!b.order(fills[i].resting_id, s, p, q)) refs_.erase(fills[i].resting_id);
-        if (b.order(ref, s, p, q)) refs_.insert(ref, locate);  // reserved before
-    }
-
-    // A busy symbol's Book moves to the full window: a new Book gets every order, side by
-    // side, each level's queue oldest first, so every queue keeps its order (a match-mode
-    // book never crosses, so nothing matches). Growth is only an optimisation: if memory
-    // runs out, the small Book stays.
-    void grow(std::uint16_t locate) {
-        std::unique_ptr<Book>& slot = books_[locate];
-        try {
-            auto big = std::make_unique<Book>(
-                window_, static_cast<std::uint32_t>(std::max<std::size_t>(
-                             initial_orders_, 2 * slot->size())));
-            for (Side side : {Side::Buy, Side::Sell})
-                slot->for_each_order(side, [&](std::uint32_t p, std::uint64_t, std::uint64_t id,
-                                               std::uint32_t q) {
-                    big->add_limit(id, side, p, q, [](const Fill&) {});
-                });
-            slot = std::move(big);
-        } catch (const std::bad_alloc&) {
-        }
+    // After an incoming limit order matched: what is left rests; if nothing is, a far
+    // level made for it goes again (a window level was never marked).
+    [[gnu::always_inline]] void settle(Locate& l, SideBook& sb, int s, const Prepared& p,
+                                       std::uint32_t left,
+                std::uint64_t ref, std::uint16_t locate, std::uint32_t price) {
+        if (left != 0) return rest(l, sb, s, p, ref, left, locate, price);
+        if (p.fresh && p.k == sb.n) sb.far->erase(price);
     }
     // --8<-- [end:match]
 
     Mode mode_;
-    std::uint64_t window_;
-    std::uint32_t initial_orders_;
+    std::uint32_t window_cap_ = kDefaultWindow;
     GrowthBudget budget_;
-    std::vector<std::unique_ptr<Book>> books_;     // match mode, by locate; null until used
-    std::pmr::unsynchronized_pool_resource pool_;  // book mode: the FeedBooks' map nodes
+    RefIndex refs_;                                // reference -> order node, all books
+    OrderPool orders_;                             // every resting order of the market
+    std::pmr::unsynchronized_pool_resource pool_;  // the far maps' nodes
+    std::vector<Locate> loc_;                      // by locate: state and both sides
+    Locate* pending_ = nullptr;                    // a locate whose windows need a look
     std::size_t n_books_ = 0;
-    std::vector<LocateState> loc_;              // by locate (the book-mode books in it)
-    RefIndex refs_;                             // ref -> order node (book) / locate (match)
-    RefMap level_of_;                           // book mode: level_key() -> level index
-    Slab<FeedOrder, &FeedOrder::next> orders_;  // book mode's orders, all symbols
-    Slab<FeedLevel, &FeedLevel::count> levels_; // book mode's price levels, all symbols
+    std::uint64_t moves_ = 0;
     BookStates states_;
-    std::uint64_t clock_ = 0;                   // the latest timestamp seen
+    std::uint64_t clock_ = 0;                      // the latest timestamp seen
     std::size_t applied_ = 0;
     MarketCounts counts_;
 };

@@ -38,8 +38,7 @@ struct BoundMarket {
     std::vector<FillRecord> fills;
     bool busy = false;
 
-    BoundMarket(Mode mode, std::uint64_t window, std::uint32_t orders)
-        : market(mode, window, orders) {
+    BoundMarket(Mode mode, std::uint64_t window) : market(mode, window) {
         fills.reserve(1 << 16);
     }
     Market& idle() {
@@ -99,17 +98,15 @@ void register_market(nb::module_& m) {
     nb::class_<BoundMarket>(m, "Market", "One book per stock locate (native/market.hpp).")
         .def(
             "__init__",
-            [](BoundMarket* self, const std::string& mode, std::uint64_t window_levels,
-               std::uint32_t initial_orders) {
+            [](BoundMarket* self, const std::string& mode, std::uint64_t window_levels) {
                 Mode md = to_mode(mode);
                 try {
-                    new (self) BoundMarket(md, window_levels, initial_orders);
+                    new (self) BoundMarket(md, window_levels);
                 } catch (const std::invalid_argument& e) {
                     throw nb::value_error(e.what());
                 }
             },
-            "mode"_a = "book", "window_levels"_a = Market::kDefaultWindow,
-            "initial_orders"_a = Market::kDefaultOrders)
+            "mode"_a = "book", "window_levels"_a = Market::kDefaultWindow)
         .def_prop_ro("mode", [](BoundMarket& b) {
             return std::string(b.market.mode() == Mode::Book ? "book" : "match");
         })
@@ -292,6 +289,18 @@ void register_market(nb::module_& m) {
                 return std::make_tuple(std::uint32_t(loc), static_cast<int>(s), p, q);
             },
             "order_ref"_a, "(locate, side, price, shares) of a live order, or None.")
+        .def(
+            "window_stats",
+            [](BoundMarket& b) {
+                WindowStats w = b.idle().window_stats();
+                std::map<std::string, std::uint64_t> d{
+                    {"windows", w.windows}, {"levels", w.levels}, {"largest", w.largest},
+                    {"far_levels", w.far_levels}, {"moves", w.moves},
+                    {"pool_chunks", w.pool_chunks}, {"window_cap", b.market.window_cap()}};
+                return d;
+            },
+            "How the price windows are sized now: sides with a window, their levels, the "
+            "largest, levels in the far maps, window moves so far, order-pool chunks, the cap.")
         .def(
             "books_csv", [](BoundMarket& b) { return text(b.idle().books_csv()); },
             "Every resting order as the books CSV (DESIGN.md), header included.");

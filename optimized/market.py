@@ -1,13 +1,14 @@
 """Many books in C++ (``native/market.hpp``): the same API as ``naive/market.py``.
 
-Book mode keeps every symbol's orders in one pool of 32-byte nodes and every price level
-in one pool of levels; a symbol's book is two ordered maps from price to level, created
-at its first order, so memory follows the live orders and levels, not the symbols or the
-price range. Nothing matches: an add rests even through the other side, and the market
-reports locked and crossed books. Match mode keeps one ``twinmatch::Book`` per locate,
-which starts with the smallest price window and moves to the full one once it holds 64
-orders. One order table resolves every live order reference: indexed directly by the
-reference (pages allocated on demand) below 2^34, a keyed hash table above.
+Both modes share one storage (the chapter 5 design): every order of every symbol in one
+pool of 32-byte nodes that never moves, one order table indexed directly by the reference
+(pages allocated on demand) below 2^34 and a keyed hash table above, and per locate and
+side a window of price levels indexed by tick (one cent from $1 up, else $0.0001), which
+starts at 32 levels and doubles up to ``window_levels`` while the symbol trades outside
+it (never more than 4 levels per resting order on that side); prices outside it live in
+an ordered map. Book mode never matches: an add rests even through the other side, and
+the market reports locked and crossed books. Match mode matches incoming orders by price
+and time, as the one-symbol ``Book`` of chapter 1 does.
 ``run(events)`` reads the decoders' ``EVENT_DTYPE`` array in place and applies it with
 the GIL released; ``run_itch(buffer)`` / ``run_file(path)`` decode framed ITCH and apply
 each message as it is decoded, with no events array between the two (what ``twinmatch
@@ -46,9 +47,10 @@ def show_bytes(raw: bytes) -> str:
 class Market:
     """One book per stock locate, in ``book`` (feed handler) or ``match`` (engine) mode."""
 
-    def __init__(self, mode: str = "book", window_levels: int = 4096,
-                 initial_orders: int = 64) -> None:
-        self._m = _native.Market(check_mode(mode), window_levels, initial_orders)
+    def __init__(self, mode: str = "book", window_levels: int = 131_072) -> None:
+        """``window_levels``: the largest price window of one side (a power of two,
+        32..131,072); a window grows to it only while the side has the orders to fill it."""
+        self._m = _native.Market(check_mode(mode), window_levels)
         self.mode: str = self._m.mode
 
     def run(self, events: np.ndarray) -> np.ndarray:
@@ -143,6 +145,10 @@ class Market:
 
     def books_csv(self) -> str:
         return str(self._m.books_csv())
+
+    def window_stats(self) -> dict[str, int]:
+        """How the price windows are sized now (not in the naive twin: it has no windows)."""
+        return {str(k): int(v) for k, v in self._m.window_stats().items()}
 
     def set_growth_budget(self, steps: int) -> None:
         """Test hook: the growth step after ``steps`` more raises MemoryError (-1: none)."""
