@@ -60,6 +60,17 @@
 #include "feed_text.hpp"
 #include "itch.hpp"
 
+// Software prefetching in the message loop (Market::hint_*): on unless a build turns it
+// off (-DTWINMATCH_LOOKAHEAD=0, for the benchmark that shows what it buys).
+#ifndef TWINMATCH_LOOKAHEAD
+#define TWINMATCH_LOOKAHEAD 1
+#endif
+#ifndef TWINMATCH_LA_NEXT
+#define TWINMATCH_LA_NEXT 0
+#define TWINMATCH_LA_NEAR 2
+#define TWINMATCH_LA_FAR 5
+#endif
+
 namespace twinmatch {
 
 // --8<-- [start:anomalies]
@@ -639,6 +650,12 @@ public:
     void run(const ItchEvent* ev, std::size_t n, std::vector<FillRecord>& fills) {
         applied_ = 0;
         for (std::size_t k = 0; k < n; ++k) {
+            if constexpr (kLookahead) {  // the same hints as run_itch's (lookahead below)
+                if constexpr (kNext > 0)
+                    if (k + kNext < n) hint_next(ev[k + kNext]);
+                if (k + kNear < n) hint_near(ev[k + kNear]);
+                if (k + kFar < n) hint_far(ev[k + kFar]);
+            }
             apply(ev[k], static_cast<std::uint32_t>(k), fills);
             applied_ = k + 1;
         }
@@ -661,7 +678,22 @@ public:
         std::size_t off = 0;
         std::uint32_t k = 0;
         ItchEvent e;
+        // Look-ahead cursors: the messages kNext, kNear and kFar records ahead (see hint_*).
+        std::size_t next = off, near = off, far = off;
+        if constexpr (kLookahead) {
+            for (int i = 0; i < kNext; ++i) skip(buf, n, next);
+            for (int i = 0; i < kNear; ++i) skip(buf, n, near);
+            for (int i = 0; i < kFar; ++i) skip(buf, n, far);
+        }
         while (n - off >= 2) {
+            if constexpr (kLookahead) {
+                if constexpr (kNext > 0) hint_next(framed(buf, n, next));
+                hint_near(framed(buf, n, near));
+                hint_far(framed(buf, n, far));
+                if constexpr (kNext > 0) skip(buf, n, next);
+                skip(buf, n, near);
+                skip(buf, n, far);
+            }
             const std::size_t len = itch::be16(buf + off);
             if (len == 0) {
                 r.error = itch::Error::ZeroLength;
@@ -694,6 +726,108 @@ public:
         return r;
     }
     // --8<-- [end:run_itch]
+
+    // --8<-- [start:lookahead]
+    // Software prefetching. A message's cost is mostly waiting for memory: the slot of its
+    // reference, then the order node the slot names, then the order's level and queue
+    // neighbours; each address is known only when the load before it arrives. While one
+    // message is applied, the loop asks for the lines of the messages after it, one step of
+    // that chain per message: kFar records ahead the reference's slot (an add: its locate's
+    // lines), kNear ahead the order node (an add: its level), kNext ahead the level and the
+    // neighbours. By the time a message is applied its lines are on their way or there.
+    // Hints only: a prefetch never faults and changes nothing, and every address is
+    // computed with the same bounds checks as a lookup (a stale or unknown reference just
+    // prefetches a line in vain).
+    static constexpr bool kLookahead = TWINMATCH_LOOKAHEAD;
+    static constexpr int kNext = TWINMATCH_LA_NEXT, kNear = TWINMATCH_LA_NEAR, kFar = TWINMATCH_LA_FAR;
+
+    // Step a look-ahead cursor over one record; at a partial or malformed record it stops
+    // at n (the message loop is the one that reports errors).
+    [[gnu::always_inline]] static void skip(const std::uint8_t* buf, std::size_t n, std::size_t& c) {
+        if (n - c < 2) { c = n; return; }
+        const std::size_t len = itch::be16(buf + c);
+        c = (len == 0 || n - c - 2 < len) ? n : c + 2 + len;
+    }
+    // The message at cursor c if its length is its type's (so every field read below is
+    // inside it), else a message of no type (the hints skip it).
+    [[gnu::always_inline]] static const std::uint8_t* framed(const std::uint8_t* buf,
+                                                             std::size_t n, std::size_t c) {
+        static constexpr std::uint8_t kNone[1] = {0};
+        if (n - c < 3) return kNone;
+        const std::size_t len = itch::be16(buf + c);
+        const std::uint8_t* msg = buf + c + 2;
+        return len != 0 && n - c - 2 >= len && itch::kLength[msg[0]] == len ? msg : kNone;
+    }
+    static bool has_ref(std::uint8_t type) {
+        return type == 'E' || type == 'C' || type == 'X' || type == 'D' || type == 'U';
+    }
+    [[gnu::always_inline]] void hint_far(const std::uint8_t* msg) const {
+        const std::uint8_t type = msg[0];
+        if (has_ref(type)) return refs_.prefetch(itch::be64(msg + 11));
+        if (type == 'A' || type == 'F') {
+            const Locate& l = loc_[itch::be16(msg + 1)];
+            __builtin_prefetch(&l.s, 1);
+            __builtin_prefetch(&l.side[msg[19] == 'S'], 1);
+        }
+    }
+    [[gnu::always_inline]] void hint_near(const std::uint8_t* msg) const {
+        const std::uint8_t type = msg[0];
+        if (has_ref(type)) {
+            const std::uint32_t i = refs_.find(itch::be64(msg + 11));
+            if (i != RefIndex::kAbsent) orders_.prefetch(i);
+        } else if (type == 'A' || type == 'F') {
+            const SideBook& sb = loc_[itch::be16(msg + 1)].side[msg[19] == 'S'];
+            const std::uint32_t k = sb.slot(itch::be32(msg + 32));
+            if (k < sb.n) __builtin_prefetch(&sb.lv[k], 1);
+        }
+    }
+    [[gnu::always_inline]] void hint_next(const std::uint8_t* msg) const {
+        const std::uint8_t type = msg[0];
+        if (has_ref(type)) {
+            const std::uint32_t i = refs_.find(itch::be64(msg + 11));
+            if (i == RefIndex::kAbsent) return;
+            const MarketOrder& o = orders_[i];
+            const SideBook& sb = loc_[o.locate].side[o.side & 1];
+            const std::uint32_t k = sb.slot(o.price);
+            if (k < sb.n) __builtin_prefetch(&sb.lv[k], 1);
+            if (o.next != kNil) orders_.prefetch(o.next);
+            if (o.prev != kNil) orders_.prefetch(o.prev);
+        } else if (type == 'A' || type == 'F') {
+            const SideBook& sb = loc_[itch::be16(msg + 1)].side[msg[19] == 'S'];
+            const std::uint32_t k = sb.slot(itch::be32(msg + 32));
+            if (k < sb.n && sb.lv[k].tail != kNil) orders_.prefetch(sb.lv[k].tail);
+        }
+    }
+    // The same hints for an event decoded already (run()).
+    [[gnu::always_inline]] void hint_far(const ItchEvent& e) const {
+        if (has_ref(e.type)) return refs_.prefetch(e.order_ref);
+        if (e.type == 'A' || e.type == 'F') {
+            const Locate& l = loc_[e.locate];
+            __builtin_prefetch(&l.s, 1);
+            __builtin_prefetch(&l.side[e.side == 'S'], 1);
+        }
+    }
+    [[gnu::always_inline]] void hint_near(const ItchEvent& e) const {
+        if (has_ref(e.type)) {
+            const std::uint32_t i = refs_.find(e.order_ref);
+            if (i != RefIndex::kAbsent) orders_.prefetch(i);
+        } else if (e.type == 'A' || e.type == 'F') {
+            const SideBook& sb = loc_[e.locate].side[e.side == 'S'];
+            const std::uint32_t k = sb.slot(e.price);
+            if (k < sb.n) __builtin_prefetch(&sb.lv[k], 1);
+        }
+    }
+    [[gnu::always_inline]] void hint_next(const ItchEvent& e) const {
+        if (!has_ref(e.type)) return;
+        const std::uint32_t i = refs_.find(e.order_ref);
+        if (i == RefIndex::kAbsent) return;
+        const MarketOrder& o = orders_[i];
+        const SideBook& sb = loc_[o.locate].side[o.side & 1];
+        const std::uint32_t k = sb.slot(o.price);
+        if (k < sb.n) __builtin_prefetch(&sb.lv[k], 1);
+        if (o.next != kNil) orders_.prefetch(o.next);
+    }
+    // --8<-- [end:lookahead]
 
     // ---- queries (both modes) ----
 
