@@ -60,11 +60,7 @@
 #include "feed_text.hpp"
 #include "itch.hpp"
 
-// Software prefetching in the message loop (Market::hint_*): on unless a build turns it
-// off (-DTWINMATCH_LOOKAHEAD=0, for the benchmark that shows what it buys).
-#ifndef TWINMATCH_LOOKAHEAD
-#define TWINMATCH_LOOKAHEAD 1
-#endif
+// The look-ahead distances of the message loop's prefetching (Market::hint_*).
 #ifndef TWINMATCH_LA_NEXT
 #define TWINMATCH_LA_NEXT 0
 #define TWINMATCH_LA_NEAR 2
@@ -626,6 +622,7 @@ public:
     std::uint16_t trading_state(std::uint16_t locate) const { return loc_[locate].s.trading; }
     std::size_t applied() const { return applied_; }  // events of the last run() applied
     void set_growth_budget(std::int64_t steps) { budget_.left = steps; }
+    void set_lookahead(bool on) { lookahead_ = on; }
     std::uint32_t window_cap() const { return window_cap_; }
 
     WindowStats window_stats() const {
@@ -650,7 +647,7 @@ public:
     void run(const ItchEvent* ev, std::size_t n, std::vector<FillRecord>& fills) {
         applied_ = 0;
         for (std::size_t k = 0; k < n; ++k) {
-            if constexpr (kLookahead) {  // the same hints as run_itch's (lookahead below)
+            if (lookahead_) {  // the same hints as run_itch's (lookahead below)
                 if constexpr (kNext > 0)
                     if (k + kNext < n) hint_next(ev[k + kNext]);
                 if (k + kNear < n) hint_near(ev[k + kNear]);
@@ -680,13 +677,13 @@ public:
         ItchEvent e;
         // Look-ahead cursors: the messages kNext, kNear and kFar records ahead (see hint_*).
         std::size_t next = off, near = off, far = off;
-        if constexpr (kLookahead) {
+        if (lookahead_) {
             for (int i = 0; i < kNext; ++i) skip(buf, n, next);
             for (int i = 0; i < kNear; ++i) skip(buf, n, near);
             for (int i = 0; i < kFar; ++i) skip(buf, n, far);
         }
         while (n - off >= 2) {
-            if constexpr (kLookahead) {
+            if (lookahead_) {
                 if constexpr (kNext > 0) hint_next(framed(buf, n, next));
                 hint_near(framed(buf, n, near));
                 hint_far(framed(buf, n, far));
@@ -738,7 +735,8 @@ public:
     // Hints only: a prefetch never faults and changes nothing, and every address is
     // computed with the same bounds checks as a lookup (a stale or unknown reference just
     // prefetches a line in vain).
-    static constexpr bool kLookahead = TWINMATCH_LOOKAHEAD;
+    // On by default; set_lookahead(false) turns it off (for the benchmark that shows what
+    // it buys: one predictable branch per message).
     static constexpr int kNext = TWINMATCH_LA_NEXT, kNear = TWINMATCH_LA_NEAR, kFar = TWINMATCH_LA_FAR;
 
     // Step a look-ahead cursor over one record; at a partial or malformed record it stops
@@ -1527,6 +1525,7 @@ private:
     std::pmr::unsynchronized_pool_resource pool_;  // the far maps' nodes
     std::vector<Locate> loc_;                      // by locate: state and both sides
     Locate* pending_ = nullptr;                    // a locate whose windows need a look
+    bool lookahead_ = true;                        // prefetch for the messages ahead
     std::size_t n_books_ = 0;
     std::uint64_t moves_ = 0;
     BookStates states_;

@@ -290,6 +290,9 @@ void register_market(nb::module_& m) {
             },
             "order_ref"_a, "(locate, side, price, shares) of a live order, or None.")
         .def(
+            "set_lookahead", [](BoundMarket& b, bool on) { b.idle().set_lookahead(on); }, "on"_a,
+            "Benchmark hook: prefetch for the messages ahead (the default) or not.")
+        .def(
             "window_stats",
             [](BoundMarket& b) {
                 WindowStats w = b.idle().window_stats();

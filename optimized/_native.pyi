@@ -359,9 +359,7 @@ def show_bytes(raw: bytes) -> str:
 class Market:
     """One book per stock locate (native/market.hpp)."""
 
-    def __init__(
-        self, mode: str = "book", window_levels: int = 4096, initial_orders: int = 64
-    ) -> None: ...
+    def __init__(self, mode: str = "book", window_levels: int = 131072) -> None: ...
     @property
     def mode(self) -> str: ...
     def run_bytes(
@@ -420,6 +418,14 @@ class Market:
 
     def order(self, order_ref: int) -> tuple[int, int, int, int] | None:
         """(locate, side, price, shares) of a live order, or None."""
+
+    def set_lookahead(self, on: bool) -> None:
+        """Benchmark hook: prefetch for the messages ahead (the default) or not."""
+
+    def window_stats(self) -> dict[str, int]:
+        """
+        How the price windows are sized now: sides with a window, their levels, the largest, levels in the far maps, window moves so far, order-pool chunks, the cap.
+        """
 
     def books_csv(self) -> str:
         """Every resting order as the books CSV (DESIGN.md), header included."""

@@ -150,6 +150,10 @@ class Market:
         """How the price windows are sized now (not in the naive twin: it has no windows)."""
         return {str(k): int(v) for k, v in self._m.window_stats().items()}
 
+    def set_lookahead(self, on: bool) -> None:
+        """Benchmark hook: prefetch for the messages ahead (the default) or not."""
+        self._m.set_lookahead(bool(on))
+
     def set_growth_budget(self, steps: int) -> None:
         """Test hook: the growth step after ``steps`` more raises MemoryError (-1: none)."""
         self._m.set_growth_budget(steps)
