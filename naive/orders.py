@@ -29,7 +29,7 @@ from typing import Final
 
 import numpy as np
 
-from twinmatch.dtypes import (
+from contract.dtypes import (
     LOBSTER_DTYPE,
     OP_CANCEL,
     OP_EXECUTE,
@@ -38,8 +38,8 @@ from twinmatch.dtypes import (
     OP_REDUCE,
     OPS_DTYPE,
 )
-from twinmatch.dtypes import records as zeroed_records
-from twinmatch.order_files import (
+from contract.dtypes import records as zeroed_records
+from contract.order_files import (
     MAX_LINE,
     LineTooLong,
     OrderSource,
@@ -74,7 +74,7 @@ class FieldProblem(Exception):
 
 def source_lines(source: Source) -> Iterator[tuple[int, bytes]]:
     """(line number, line) of every line, read a piece of whole lines at a time
-    (twinmatch/order_files.py), so a bad line is found before the rest is read."""
+    (contract/order_files.py), so a bad line is found before the rest is read."""
     try:
         for piece, first in pieces(source):
             if first == 1 and piece.startswith(b"\xef\xbb\xbf"):

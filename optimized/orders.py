@@ -12,9 +12,8 @@ from typing import Final
 
 import numpy as np
 
-from optimized import _native
-from twinmatch.dtypes import LOBSTER_DTYPE, OPS_DTYPE, concat_records
-from twinmatch.order_files import (
+from contract.dtypes import LOBSTER_DTYPE, OPS_DTYPE, concat_records
+from contract.order_files import (
     MAX_LINE,
     LineTooLong,
     OrderSource,
@@ -22,6 +21,7 @@ from twinmatch.order_files import (
     pieces,
     zeroed_copy,
 )
+from optimized import _native
 
 CSV_FIELDS: Final = ("order_id", "price", "quantity", "side")
 LOBSTER_FIELDS: Final = ("time", "type", "order_id", "size", "price", "direction")

@@ -16,10 +16,10 @@ from typing import Any, Final
 
 import numpy as np
 
+from contract.itch_errors import byte_view
+from contract.itch_files import Source, check_chunk_size
+from contract.pcap_files import decode_stream
 from optimized._native import PcapScanner
-from twinmatch.itch_errors import byte_view
-from twinmatch.itch_files import Source, check_chunk_size
-from twinmatch.pcap_files import decode_stream
 
 GLOBAL_HEADER_LEN: Final = 24
 RECORD_HEADER_LEN: Final = 16
@@ -27,7 +27,6 @@ DEFAULT_CHUNK: Final = 1 << 22
 _BAD_MAGIC: Final = 1
 _BAD_LINKTYPE: Final = 2
 _RECORD_TOO_LONG: Final = 3
-MAX_STREAMS: Final = 64  # native/pcap.hpp's kMaxStreams
 
 Stats = dict[str, Any]
 

@@ -12,7 +12,7 @@ ran (``placement``, ``planned``, ``pinned``).
 
 ``run`` releases the GIL for the whole run (the C++ runs in a helper thread, so that the
 calling thread still sees Ctrl-C: it stops the parser, the stages drain, and
-:class:`~twinmatch.pipeline_contract.PipelineInterrupted` carries the report);
+:class:`~contract.pipeline.PipelineInterrupted` carries the report);
 ``stop()`` may be called from any thread.
 """
 
@@ -21,17 +21,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any, Final
 
-from optimized import _native
-from optimized.itch import record_error, tail_error
-from twinmatch.dtypes import ANOMALIES, REASONS
-from twinmatch.itch_errors import ITCH_REASONS, ItchError
-from twinmatch.market_contract import check_mode
-from twinmatch.pipeline_contract import (
+from contract.dtypes import ANOMALIES, REASONS
+from contract.itch_errors import ITCH_REASONS, ItchError
+from contract.market import check_mode
+from contract.pipeline import (
     PipelineInterrupted,
     check_buffer,
     check_capacity,
     run_threads,
 )
+from optimized import _native
+from optimized.itch import record_error, tail_error
 
 __all__ = ["PLACEMENTS", "POLICIES", "WAITS", "Pipeline"]
 
