@@ -47,14 +47,11 @@ from contract.order_files import (
     pieces,
     zeroed_copy,
 )
+from contract.orders import CSV_FIELDS, LOBSTER_FIELDS, SKIP_KINDS
 
 U32_MAX: Final = 2**32 - 1
 U64_MAX: Final = 2**64 - 1
 I64_MAX: Final = 2**63 - 1
-CSV_FIELDS: Final = ("order_id", "price", "quantity", "side")
-LOBSTER_FIELDS: Final = ("time", "type", "order_id", "size", "price", "direction")
-
-SKIP_KINDS: Final = ("hidden_execution", "cross_trade", "halt", "other")
 
 Source = OrderSource
 __all__ = ["MAX_LINE", "OrdersError", "lobster_to_ops", "read_csv", "read_lobster"]

@@ -3,7 +3,8 @@
 // sides) and the record layouts are enums and structs here, and tables and dtypes there.
 // _native.contract_tables() lists the C++ ones by value; tests/test_contract.py asserts
 // they equal the Python tables, so a code changed on one side fails that one test, which
-// names the other side.
+// names the other side. (Also the optimized twin's own codes between its C++ and its
+// Python face: the orders parser's problems, the pcap scanner's errors.)
 #include <nanobind/nanobind.h>
 
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include "dtypes.hpp"
 #include "itch.hpp"
 #include "market.hpp"
+#include "orders.hpp"
 #include "pcap.hpp"
 
 namespace nb = nanobind;
@@ -50,6 +52,30 @@ constexpr std::pair<itch::Error, const char*> kItchErrorNames[] = {
     {itch::Error::TruncatedBody, "truncated_body"},
     {itch::Error::ZeroLength, "zero_length"},
     {itch::Error::BadLength, "bad_length"},
+};
+
+// The optimized twin's own codes (C++ -> its Python face, optimized/orders.py's
+// PROBLEM_NAMES and optimized/pcap.py's SCAN_ERRORS): not shared with the naive twin, but
+// kept in both languages all the same.
+constexpr std::pair<orders::Problem, const char*> kOrdersProblemNames[] = {
+    {orders::Problem::Ok, "ok"},
+    {orders::Problem::FieldCount, "field_count"},
+    {orders::Problem::Missing, "missing"},
+    {orders::Problem::NotNumber, "not_number"},
+    {orders::Problem::Negative, "negative"},
+    {orders::Problem::OutOfRange, "out_of_range"},
+    {orders::Problem::BadSide, "bad_side"},
+    {orders::Problem::BadType, "bad_type"},
+    {orders::Problem::BadDirection, "bad_direction"},
+    {orders::Problem::TooPrecise, "too_precise"},
+    {orders::Problem::Capacity, "capacity"},
+};
+
+constexpr std::pair<pcap::Error, const char*> kPcapErrorNames[] = {
+    {pcap::Error::None, "none"},
+    {pcap::Error::BadMagic, "bad_magic"},
+    {pcap::Error::BadLinkType, "bad_linktype"},
+    {pcap::Error::RecordTooLong, "record_too_long"},
 };
 
 // A record's size and each field's offset, as the C++ compiler lays the struct out.
@@ -118,6 +144,8 @@ nb::dict contract_tables() {
     t["SIDES"] = sides;
     t["LAYOUTS"] = layouts();
     t["PCAP_MAX_STREAMS"] = pcap::kMaxStreams;
+    t["ORDERS_PROBLEMS"] = names_by_value(kOrdersProblemNames);
+    t["PCAP_SCAN_ERRORS"] = names_by_value(kPcapErrorNames);
     return t;
 }
 

@@ -11,7 +11,7 @@
 
 namespace twinmatch::orders {
 
-// The numbers are shared with optimized/orders.py's PROBLEMS table.
+// The numbers are the indices of optimized/orders.py's PROBLEM_NAMES (tests/test_contract.py).
 enum class Problem : std::uint8_t {
     Ok = 0, FieldCount, Missing, NotNumber, Negative, OutOfRange, BadSide, BadType,
     BadDirection, TooPrecise, Capacity,

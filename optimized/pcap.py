@@ -24,9 +24,12 @@ from optimized._native import PcapScanner
 GLOBAL_HEADER_LEN: Final = 24
 RECORD_HEADER_LEN: Final = 16
 DEFAULT_CHUNK: Final = 1 << 22
-_BAD_MAGIC: Final = 1
-_BAD_LINKTYPE: Final = 2
-_RECORD_TOO_LONG: Final = 3
+# native/pcap.hpp's Error codes, by value (tests/test_contract.py checks this against the
+# extension's own list).
+SCAN_ERRORS: Final = ("none", "bad_magic", "bad_linktype", "record_too_long")
+_BAD_MAGIC: Final = SCAN_ERRORS.index("bad_magic")
+_BAD_LINKTYPE: Final = SCAN_ERRORS.index("bad_linktype")
+_RECORD_TOO_LONG: Final = SCAN_ERRORS.index("record_too_long")
 
 Stats = dict[str, Any]
 

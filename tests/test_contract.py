@@ -85,3 +85,14 @@ def test_the_cpp_pcap_statistics_are_the_contracts() -> None:
     assert list(scanner.stats()) == [*pcap.STAT_KEYS, "session"]
     streams = scanner.streams()
     assert len(streams) == 1 and list(streams[0]) == list(pcap.STREAM_KEYS)
+
+
+def test_the_optimized_twins_own_codes_match_its_cpp() -> None:
+    """Codes only the optimized twin has (C++ -> its Python face), kept in both languages."""
+    import optimized.orders
+    import optimized.pcap
+    from optimized import _native
+
+    cpp = _native.contract_tables()
+    assert cpp["ORDERS_PROBLEMS"] == list(optimized.orders.PROBLEM_NAMES)  # orders.hpp
+    assert cpp["PCAP_SCAN_ERRORS"] == list(optimized.pcap.SCAN_ERRORS)  # pcap.hpp: Error
