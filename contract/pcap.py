@@ -1,17 +1,19 @@
 """What both PCAP twins (naive/pcap.py, optimized/pcap.py) report the same way.
 
-The statistics a scan keeps, by name and in the order both twins report them, and the
-number of MoldUDP64 streams tracked apart. native/pcap.hpp's ``Stats`` and ``kMaxStreams``
-are the C++ side; tests/test_contract.py checks the extension's keys and bound against
-these. (What each statistic counts is in naive/pcap.py's docstring.)
+The statistics a scan keeps, by name and in the order both twins report them, the number
+of MoldUDP64 streams tracked apart, and the default chunk a file is read in.
+native/pcap.hpp's ``Stats`` and ``kMaxStreams`` are the C++ side; tests/test_contract.py
+checks the extension's keys and bound against these. (What each statistic counts is in
+naive/pcap.py's docstring.)
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["MAX_STREAMS", "STAT_KEYS", "STREAM_KEYS"]
+__all__ = ["DEFAULT_CHUNK", "MAX_STREAMS", "STAT_KEYS", "STREAM_KEYS"]
 
+DEFAULT_CHUNK: Final = 1 << 22  # bytes read at a time: both twins cut the file at the same points
 MAX_STREAMS: Final = 64  # streams tracked apart; packets of any further one: ``untracked``
 
 # The statistics, in the order both twins report them. Every value is an int but `session`,

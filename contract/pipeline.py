@@ -1,7 +1,7 @@
 """What both pipeline twins share (naive/pipeline.py, optimized/pipeline.py).
 
 * The one rule for ring and queue capacities (:func:`check_capacity`), checked before
-  anything is allocated.
+  anything is allocated, and for the fill logger's policy (:data:`POLICIES`).
 * The one rule for the bytes a pipeline parses (:func:`check_buffer`).
 * How a run ends on Ctrl-C (:func:`run_threads`, :class:`PipelineInterrupted`).
 * (The latency histogram's layout and rules: :mod:`contract.histogram`; how a message
@@ -15,9 +15,12 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-__all__ = ["RING_CAPACITY_MAX", "PipelineInterrupted", "check_buffer", "check_capacity",
-           "run_threads"]
+__all__ = ["POLICIES", "RING_CAPACITY_MAX", "PipelineInterrupted", "check_buffer",
+           "check_capacity", "check_policy", "run_threads"]
 
+# What the fill logger does when its queue is full: make the engine wait (lose nothing),
+# or drop the fill and count it.
+POLICIES: Final = ("lossless", "drop")
 RING_CAPACITY_MAX: Final = 1 << 24   # 16,777,216 slots (1 GiB of 64-byte events)
 JOIN_WAIT_S: Final = 0.1   # how often a joining main thread looks for Ctrl-C
 
@@ -35,6 +38,13 @@ def check_capacity(name: str, value: object) -> int:
     if not 2 <= n <= RING_CAPACITY_MAX or n & (n - 1):
         raise ValueError(f"{name} must be a power of two in 2..{RING_CAPACITY_MAX:,}, got {n}")
     return n
+
+
+def check_policy(policy: object) -> str:
+    """One of :data:`POLICIES`, else a ValueError naming it (the same words in both twins)."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    return str(policy)
 
 
 class PipelineInterrupted(KeyboardInterrupt):

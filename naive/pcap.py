@@ -56,7 +56,7 @@ import numpy as np
 
 from contract.itch_errors import byte_view
 from contract.itch_files import Source, check_chunk_size
-from contract.pcap import MAX_STREAMS, STAT_KEYS
+from contract.pcap import DEFAULT_CHUNK, MAX_STREAMS, STAT_KEYS
 from contract.pcap_files import decode_stream
 
 GLOBAL_HEADER_LEN: Final = 24
@@ -68,7 +68,6 @@ ETHERTYPE_IPV4: Final = 0x0800
 ETHERTYPE_VLAN: Final = (0x8100, 0x88A8)
 IPPROTO_UDP: Final = 17
 IPPROTO_TCP: Final = 6
-DEFAULT_CHUNK: Final = 1 << 22
 U64_MAX: Final = 2**64 - 1
 MAX_SNAPLEN: Final = 262_144  # libpcap's bound on any record; used when the header says 0
 

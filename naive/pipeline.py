@@ -36,9 +36,11 @@ from contract.dtypes import EVENT_DTYPE
 from contract.feed_text import type_key
 from contract.itch_errors import ItchError
 from contract.pipeline import (
+    POLICIES,
     PipelineInterrupted,
     check_buffer,
     check_capacity,
+    check_policy,
     run_threads,
 )
 from naive.histogram import Histogram
@@ -47,7 +49,6 @@ from naive.market import Market
 
 __all__ = ["POLICIES", "Pipeline"]
 
-POLICIES: Final = ("lossless", "drop")
 WAIT_S: Final = 0.05   # every blocking wait wakes this often to check the abort flag
 EventRow = tuple[Any, ...]
 
@@ -69,8 +70,7 @@ class Pipeline:
         # The same rule as the C++ rings' (contract/pipeline.py), checked first.
         ring_capacity = check_capacity("ring_capacity", ring_capacity)
         fill_capacity = check_capacity("fill_capacity", fill_capacity)
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        policy = check_policy(policy)
         if batch < 1:
             raise ValueError("batch must be positive")
         self.market = Market(mode)

@@ -18,12 +18,12 @@ import numpy as np
 
 from contract.itch_errors import byte_view
 from contract.itch_files import Source, check_chunk_size
+from contract.pcap import DEFAULT_CHUNK
 from contract.pcap_files import decode_stream
 from optimized._native import PcapScanner
 
 GLOBAL_HEADER_LEN: Final = 24
 RECORD_HEADER_LEN: Final = 16
-DEFAULT_CHUNK: Final = 1 << 22
 # native/pcap.hpp's Error codes, by value (tests/test_contract.py checks this against the
 # extension's own list).
 SCAN_ERRORS: Final = ("none", "bad_magic", "bad_linktype", "record_too_long")

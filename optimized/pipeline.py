@@ -25,9 +25,11 @@ from contract.dtypes import ANOMALIES, REASONS
 from contract.itch_errors import ITCH_REASONS, ItchError
 from contract.market import check_mode
 from contract.pipeline import (
+    POLICIES,
     PipelineInterrupted,
     check_buffer,
     check_capacity,
+    check_policy,
     run_threads,
 )
 from optimized import _native
@@ -35,7 +37,6 @@ from optimized.itch import record_error, tail_error
 
 __all__ = ["PLACEMENTS", "POLICIES", "WAITS", "Pipeline"]
 
-POLICIES: Final = ("lossless", "drop")
 PLACEMENTS: Final = ("auto", "pinned", "shared", "fused")
 WAITS: Final = ("auto", "spin", "yield")
 NO_LIMIT: Final = 2**64 - 1
@@ -53,8 +54,7 @@ class Pipeline:
         2 (engine) or 3 (parser) fails as if the system had no threads left."""
         ring_capacity = check_capacity("ring_capacity", ring_capacity)  # before allocating
         fill_capacity = check_capacity("fill_capacity", fill_capacity)
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        policy = check_policy(policy)
         self.policy = policy
         mode = check_mode(mode)
         cls = _native.Pipeline if stage_lines else _native.PackedPipeline
