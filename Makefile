@@ -57,7 +57,7 @@ demo: build
 	$(PY) -m twinmatch demo
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check naive optimized twinmatch tests scripts exercises
+	$(VENV)/bin/ruff check contract naive optimized peers twinmatch tests scripts exercises
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from twinmatch.dtypes import (
+from contract.dtypes import (
     FILL_DTYPE,
     MAX_ID,
     MAX_PRICE,

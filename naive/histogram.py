@@ -2,7 +2,7 @@
 
 Log-linear buckets, the layout HdrHistogram made known: one bucket per nanosecond below
 64 ns, then every power of two cut into 32 equal buckets (the layout and its constants
-are in ``twinmatch/pipeline_contract.py``). A value is known to within 1/32 of itself,
+are in ``contract/histogram.py``). A value is known to within 1/32 of itself,
 1,920 counters cover every value 0 .. 2^64-1 ns, and finding a value's bucket takes a
 bit length and a shift -- no division, no overflow bucket. Percentiles come from the
 counts alone, with an integer rank.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final
 
-from twinmatch.pipeline_contract import (
+from contract.histogram import (
     BUCKETS,
     PERCENTILES,
     SUB_BUCKET_BITS,

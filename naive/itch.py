@@ -16,9 +16,9 @@ from typing import Final, NamedTuple
 
 import numpy as np
 
-from twinmatch.dtypes import EVENT_DTYPE
-from twinmatch.itch_errors import ItchError, byte_view
-from twinmatch.itch_files import CHUNK_SIZE, Source, file_chunks
+from contract.dtypes import EVENT_DTYPE
+from contract.itch_errors import ItchError, byte_view
+from contract.itch_files import CHUNK_SIZE, Source, file_chunks
 
 __all__ = [
     "CHUNK_SIZE", "EVENT_DTYPE", "ItchError", "LENGTHS", "Record", "decode", "encode",

@@ -11,7 +11,7 @@ A replay feeds decoded ITCH events (``EVENT_DTYPE`` arrays from ``itch.read_file
   each symbol's trading state from H messages (it never gates an update) and reports
   how often and how long (in ITCH nanoseconds) books were locked or crossed.
   Whatever the feed should never say to a handler that saw the whole day is counted as
-  an anomaly (``twinmatch.dtypes.ANOMALIES``) and changes nothing:
+  an anomaly (``contract.dtypes.ANOMALIES``) and changes nothing:
 
   - E C X D U naming no live order: ``unknown_ref`` (a delete twice is one of these);
   - A F U adding a reference already live: ``duplicate_ref``;
@@ -33,7 +33,7 @@ reference to its locate. Every ITCH message also carries a locate: when the two 
 the dict wins and the message counts as ``locate_mismatch``.
 
 Text from the feed (stock names, type and trading-state bytes) is shown by one rule,
-:func:`twinmatch.feed_text.show_bytes`: printable ASCII as itself (but backslash, comma and
+:func:`contract.feed_text.show_bytes`: printable ASCII as itself (but backslash, comma and
 double quote), any other byte as ``\\xNN``.
 """
 
@@ -43,10 +43,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from contract.dtypes import ANOMALIES, EVENT_DTYPE, FILL_DTYPE, REASONS, as_records, records
+from contract.feed_text import show_bytes, show_stock
+from contract.market import BOOK_STATES, MODES, check_locate, check_mode, check_order_ref
 from naive.book import Book, Fill, OrderRejected, Side
-from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, FILL_DTYPE, REASONS, as_records, records
-from twinmatch.feed_text import show_bytes, show_stock
-from twinmatch.market_contract import BOOK_STATES, MODES, check_locate, check_mode, check_order_ref
 
 __all__ = ["ANOMALIES", "BOOK_STATES", "MODES", "FeedBook", "Market", "show_bytes"]
 

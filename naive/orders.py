@@ -29,7 +29,7 @@ from typing import Final
 
 import numpy as np
 
-from twinmatch.dtypes import (
+from contract.dtypes import (
     LOBSTER_DTYPE,
     OP_CANCEL,
     OP_EXECUTE,
@@ -38,8 +38,8 @@ from twinmatch.dtypes import (
     OP_REDUCE,
     OPS_DTYPE,
 )
-from twinmatch.dtypes import records as zeroed_records
-from twinmatch.order_files import (
+from contract.dtypes import records as zeroed_records
+from contract.order_files import (
     MAX_LINE,
     LineTooLong,
     OrderSource,
@@ -47,14 +47,11 @@ from twinmatch.order_files import (
     pieces,
     zeroed_copy,
 )
+from contract.orders import CSV_FIELDS, LOBSTER_FIELDS, SKIP_KINDS
 
 U32_MAX: Final = 2**32 - 1
 U64_MAX: Final = 2**64 - 1
 I64_MAX: Final = 2**63 - 1
-CSV_FIELDS: Final = ("order_id", "price", "quantity", "side")
-LOBSTER_FIELDS: Final = ("time", "type", "order_id", "size", "price", "direction")
-
-SKIP_KINDS: Final = ("hidden_execution", "cross_trade", "halt", "other")
 
 Source = OrderSource
 __all__ = ["MAX_LINE", "OrdersError", "lobster_to_ops", "read_csv", "read_lobster"]
@@ -74,7 +71,7 @@ class FieldProblem(Exception):
 
 def source_lines(source: Source) -> Iterator[tuple[int, bytes]]:
     """(line number, line) of every line, read a piece of whole lines at a time
-    (twinmatch/order_files.py), so a bad line is found before the rest is read."""
+    (contract/order_files.py), so a bad line is found before the rest is read."""
     try:
         for piece, first in pieces(source):
             if first == 1 and piece.startswith(b"\xef\xbb\xbf"):

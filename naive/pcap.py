@@ -54,9 +54,10 @@ from typing import Any, Final
 
 import numpy as np
 
-from twinmatch.itch_errors import byte_view
-from twinmatch.itch_files import Source, check_chunk_size
-from twinmatch.pcap_files import decode_stream
+from contract.itch_errors import byte_view
+from contract.itch_files import Source, check_chunk_size
+from contract.pcap import DEFAULT_CHUNK, MAX_STREAMS, STAT_KEYS
+from contract.pcap_files import decode_stream
 
 GLOBAL_HEADER_LEN: Final = 24
 RECORD_HEADER_LEN: Final = 16
@@ -67,22 +68,8 @@ ETHERTYPE_IPV4: Final = 0x0800
 ETHERTYPE_VLAN: Final = (0x8100, 0x88A8)
 IPPROTO_UDP: Final = 17
 IPPROTO_TCP: Final = 6
-DEFAULT_CHUNK: Final = 1 << 22
 U64_MAX: Final = 2**64 - 1
 MAX_SNAPLEN: Final = 262_144  # libpcap's bound on any record; used when the header says 0
-MAX_STREAMS: Final = 64
-
-# The statistics, in the order both twins report them. Every value is an int but `session`.
-STAT_KEYS: Final[tuple[str, ...]] = (
-    "nanosecond", "big_endian", "snaplen", "packets", "truncated", "non_ipv4", "non_udp",
-    "ipv4_fragments", "malformed", "not_moldudp64", "bad_moldudp64", "moldudp64",
-    "unsequenced", "heartbeats", "end_of_session", "messages", "gaps", "gap_messages",
-    "first_gap_seq", "duplicate_packets", "duplicate_messages", "streams", "untracked",
-    "filtered", "next_seq",
-)
-STREAM_KEYS: Final[tuple[str, ...]] = (
-    "group", "port", "session", "packets", "messages", "gaps", "gap_messages", "next_seq",
-)
 
 Stats = dict[str, Any]
 

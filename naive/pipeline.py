@@ -32,22 +32,23 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from naive.histogram import Histogram
-from naive.itch import LENGTHS, event_row, parse_message, tail_error
-from naive.market import Market
-from twinmatch.dtypes import EVENT_DTYPE
-from twinmatch.feed_text import type_key
-from twinmatch.itch_errors import ItchError
-from twinmatch.pipeline_contract import (
+from contract.dtypes import EVENT_DTYPE
+from contract.feed_text import type_key
+from contract.itch_errors import ItchError
+from contract.pipeline import (
+    POLICIES,
     PipelineInterrupted,
     check_buffer,
     check_capacity,
+    check_policy,
     run_threads,
 )
+from naive.histogram import Histogram
+from naive.itch import LENGTHS, event_row, parse_message, tail_error
+from naive.market import Market
 
 __all__ = ["POLICIES", "Pipeline"]
 
-POLICIES: Final = ("lossless", "drop")
 WAIT_S: Final = 0.05   # every blocking wait wakes this often to check the abort flag
 EventRow = tuple[Any, ...]
 
@@ -66,11 +67,10 @@ class Pipeline:
     def __init__(self, mode: str = "match", *, ring_capacity: int = 16,
                  fill_capacity: int = 64, policy: str = "lossless", logger_delay_ns: int = 0,
                  stop_after: int | None = None, batch: int = 64) -> None:
-        # The same rule as the C++ rings' (twinmatch/pipeline_contract.py), checked first.
+        # The same rule as the C++ rings' (contract/pipeline.py), checked first.
         ring_capacity = check_capacity("ring_capacity", ring_capacity)
         fill_capacity = check_capacity("fill_capacity", fill_capacity)
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        policy = check_policy(policy)
         if batch < 1:
             raise ValueError("batch must be positive")
         self.market = Market(mode)
@@ -263,7 +263,7 @@ class Pipeline:
             ("logger", lambda: self._guarded(self._logger, fills)),
         ]
         # One thread each. Ctrl-C meanwhile stops the parser; the stages drain, then we
-        # report (twinmatch/pipeline_contract.py).
+        # report (contract/pipeline.py).
         interrupted = run_threads(stages, self.stop, abort=self._abort.set)
         seconds = time.perf_counter() - start
         if self._failure is not None:

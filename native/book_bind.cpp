@@ -297,7 +297,7 @@ struct OpsView {
 // batch grows a new one.
 template <class T>
 nb::object into_numpy(std::vector<T>& v, const char* dtype_name) {
-    nb::object dtype = nb::module_::import_("twinmatch.dtypes").attr(dtype_name);
+    nb::object dtype = nb::module_::import_("contract.dtypes").attr(dtype_name);
     if (v.empty()) return nb::module_::import_("numpy").attr("empty")(0, "dtype"_a = dtype);
     auto* owned = new std::vector<T>(std::move(v));
     v = std::vector<T>();

@@ -63,7 +63,7 @@ void register_capped_ref(nb::module_& m) {
                     throw;
                 }
                 b.busy = false;
-                nb::object dtypes = nb::module_::import_("twinmatch.dtypes");
+                nb::object dtypes = nb::module_::import_("contract.dtypes");
                 nb::object np = nb::module_::import_("numpy");
                 nb::object a = np.attr("zeros")(b.fills.size(),
                                                 "dtype"_a = dtypes.attr("FILL_DTYPE"));

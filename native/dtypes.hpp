@@ -1,4 +1,4 @@
-// The C++ side of twinmatch/dtypes.py: plain structs laid out exactly like the
+// The C++ side of contract/dtypes.py: plain structs laid out exactly like the
 // numpy records, so a numpy array of them can be read in place (zero copy).
 #pragma once
 #include <cstddef>
@@ -12,11 +12,13 @@ enum class OpCode : std::uint8_t {
     Limit = 0, Market = 1, Cancel = 2, Reduce = 3, Execute = 4, Replace = 5,
 };
 
-// Reject reasons; the numbers are REASONS' indices in twinmatch/dtypes.py.
+// Reject reasons; the numbers are REASONS' indices in contract/dtypes.py, and
+// reason_name() its names (tests/test_contract.py checks both, through the extension).
 enum class Reason : std::uint8_t {
     Ok = 0, DuplicateId = 1, UnknownId = 2, BadPrice = 3, BadQty = 4,
     OverReduce = 5, BadSide = 6, BadOp = 7,
 };
+inline constexpr std::size_t kReasons = 8;  // values 0 .. kReasons-1
 
 inline const char* reason_name(Reason r) {
     switch (r) {
@@ -66,7 +68,7 @@ static_assert(sizeof(RejectRecord) == 16);
 // --8<-- [end:op_record]
 
 // --8<-- [start:event_record]
-// One decoded ITCH event: EVENT_DTYPE in twinmatch/dtypes.py (see its docstring for
+// One decoded ITCH event: EVENT_DTYPE in contract/dtypes.py (see its docstring for
 // which message fills which field). 8-byte fields first, so no padding is needed
 // between fields and every field is naturally aligned.
 struct ItchEvent {

@@ -1,4 +1,4 @@
-// Feed text as report text: the one rule of twinmatch/feed_text.py, for the C++ twins.
+// Feed text as report text: the one rule of contract/feed_text.py, for the C++ twins.
 // ITCH text fields are raw bytes; a hostile feed can hold any byte, and a report must
 // still be valid ASCII that compares byte for byte with the Python twin's.
 #pragma once

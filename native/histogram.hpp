@@ -1,6 +1,6 @@
 // A latency histogram with log-linear buckets: the optimized twin of naive/histogram.py
 // (same layout, same percentile rule; the layout's constants are also in
-// twinmatch/pipeline_contract.py, and tests/test_histogram.py checks every boundary).
+// contract/histogram.py, and tests/test_histogram.py checks every boundary).
 //
 // Recording is a bit count, a shift, an add and an increment into 1,920 counters (15 KiB):
 // no division, no range check, no allocation, so every message can be recorded, instead
@@ -25,7 +25,7 @@ namespace twinmatch {
 inline constexpr unsigned kSubBucketBits = 5;
 inline constexpr std::uint64_t kSubBuckets = std::uint64_t{1} << kSubBucketBits;
 inline constexpr std::size_t kHistBuckets = (64 - kSubBucketBits) * kSubBuckets + kSubBuckets;
-static_assert(kHistBuckets == 1920, "twinmatch/pipeline_contract.py says BUCKETS = 1920");
+static_assert(kHistBuckets == 1920, "contract/histogram.py says BUCKETS = 1920");
 
 class Histogram {
 public:

@@ -152,7 +152,8 @@ inline constexpr std::array<std::uint8_t, 256> kLength = [] {
 inline constexpr std::size_t kMinEventRecord = 2 + sizeof(SystemEvent);
 static_assert(sizeof(SystemEvent) <= sizeof(OrderDelete) && sizeof(SystemEvent) <= sizeof(BrokenTrade));
 
-// Reason codes: the indices of ITCH_REASONS in twinmatch/itch_errors.py.
+// Reason codes: the indices of ITCH_REASONS in contract/itch_errors.py (checked by
+// tests/test_contract.py through native/contract_bind.cpp).
 enum class Error : std::uint8_t { Ok = 0, TruncatedPrefix = 1, TruncatedBody = 2,
                                   ZeroLength = 3, BadLength = 4 };
 

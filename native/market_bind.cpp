@@ -67,7 +67,7 @@ nb::str text(const std::string& s) {  // show_bytes() output is ASCII: always va
 
 // The fills as a new numpy FILL_DTYPE array (a copy: the vector is reused next run).
 nb::object fills_array(const std::vector<FillRecord>& v) {
-    nb::object dtypes = nb::module_::import_("twinmatch.dtypes");
+    nb::object dtypes = nb::module_::import_("contract.dtypes");
     nb::object np = nb::module_::import_("numpy");
     nb::object a = np.attr("empty")(v.size(), "dtype"_a = dtypes.attr("FILL_DTYPE"));
     if (!v.empty()) {

@@ -8,10 +8,11 @@ void register_book(nb::module_& m);
 void register_itch(nb::module_& m);
 void register_pcap(nb::module_& m);
 void register_orders(nb::module_& m);
-void register_gen(nb::module_& m);
+void register_gen(nb::module_& m);        // native/harness/: twinmatch gen, not a twin
 void register_market(nb::module_& m);
 void register_pipeline(nb::module_& m);
 void register_capped_ref(nb::module_& m);  // benchmark-only (group "engine")
+void register_contract(nb::module_& m);    // the codes and layouts, for one test
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -25,4 +26,5 @@ NB_MODULE(_native, m) {
     register_market(m);
     register_pipeline(m);
     register_capped_ref(m);
+    register_contract(m);
 }

@@ -11,7 +11,7 @@
 
 namespace twinmatch::orders {
 
-// The numbers are shared with optimized/orders.py's PROBLEMS table.
+// The numbers are the indices of optimized/orders.py's PROBLEM_NAMES (tests/test_contract.py).
 enum class Problem : std::uint8_t {
     Ok = 0, FieldCount, Missing, NotNumber, Negative, OutOfRange, BadSide, BadType,
     BadDirection, TooPrecise, Capacity,
@@ -128,7 +128,7 @@ inline Problem parse_time_ns(Span t, std::int64_t& ns) {
 }
 
 // Where a piece of a file starts (the file is parsed a piece of whole lines at a time, see
-// twinmatch/order_files.py): its first line's number, and whether the header line has been
+// contract/order_files.py): its first line's number, and whether the header line has been
 // looked for yet. parse_csv / parse_lobster update header_checked for the next piece.
 struct LineState {
     std::uint64_t first_line = 1;

@@ -39,9 +39,9 @@ constexpr std::size_t kMoldHeader = 20;
 constexpr std::uint16_t kEndOfSession = 0xFFFF;
 constexpr std::uint64_t kU64Max = ~std::uint64_t{0};
 constexpr std::uint32_t kMaxSnaplen = 262144;  // libpcap's bound on any record
-constexpr std::size_t kMaxStreams = 64;        // MAX_STREAMS in naive/pcap.py
+constexpr std::size_t kMaxStreams = 64;        // MAX_STREAMS in contract/pcap.py
 
-// The statistics; names and order match STAT_KEYS in naive/pcap.py.
+// The statistics; names and order match STAT_KEYS in contract/pcap.py (tests/test_contract.py).
 struct Stats {
     std::uint64_t nanosecond = 0, big_endian = 0, snaplen = 0, packets = 0, truncated = 0,
                   non_ipv4 = 0, non_udp = 0, ipv4_fragments = 0, malformed = 0,

@@ -64,7 +64,7 @@ nb::dict stats(const Scanner& s) {
     return d;
 }
 
-// Each stream's own counts, keys as naive/pcap.py's STREAM_KEYS, in order of first sight.
+// Each stream's own counts, keys as contract/pcap.py's STREAM_KEYS, in order of first sight.
 nb::list streams(const Scanner& s) {
     nb::list out;
     for (std::size_t i = 0; i < s.stats.streams; ++i) {

@@ -1,5 +1,5 @@
 // A batch API's numpy array, seen from C++ as plain bytes: the array goes through
-// twinmatch.dtypes.as_records (the checks every twin makes: the dtype, or the same fields
+// contract.dtypes.as_records (the checks every twin makes: the dtype, or the same fields
 // in another layout, converted; one dimension; C-contiguous), then its buffer is held
 // until the view goes out of scope. Shared by the books' apply() and the exercises.
 #pragma once
@@ -12,10 +12,10 @@ namespace twinmatch {
 
 class RecordsView {
 public:
-    // dtype_name: an attribute of twinmatch.dtypes ("OPS_DTYPE"); what: the argument's
+    // dtype_name: an attribute of contract.dtypes ("OPS_DTYPE"); what: the argument's
     // name in error messages ("ops").
     RecordsView(nanobind::handle arr, const char* dtype_name, const char* what) {
-        nanobind::object dtypes = nanobind::module_::import_("twinmatch.dtypes");
+        nanobind::object dtypes = nanobind::module_::import_("contract.dtypes");
         arr_ = dtypes.attr("as_records")(arr, dtypes.attr(dtype_name), what);
         if (PyObject_GetBuffer(arr_.ptr(), &view_, PyBUF_C_CONTIGUOUS) != 0)
             throw nanobind::python_error();

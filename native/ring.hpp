@@ -22,7 +22,7 @@ namespace twinmatch {
 // value may change between compiler versions, which is an ABI hazard in a header.)
 inline constexpr std::size_t kCacheLine = 64;
 
-// The largest ring: 2^24 slots (1 GiB of 64-byte events). twinmatch/pipeline_contract.py
+// The largest ring: 2^24 slots (1 GiB of 64-byte events). contract/pipeline.py
 // says the same (RING_CAPACITY_MAX) and both twins check it before allocating anything.
 inline constexpr std::size_t kRingCapacityMax = std::size_t{1} << 24;
 

@@ -6,10 +6,11 @@ Instead:
 
 * ``make build`` (``python -m optimized._build``) rebuilds and re-installs the extension;
   every Makefile target that uses it runs that first;
-* ``import optimized`` makes a staleness check that costs one directory listing and a
-  ``stat`` per file of native/ (no subprocess): if a source there was saved after the
-  extension was built, it rebuilds once, saying so on stderr, so an edit to native/
-  still takes effect on the next run. With ``TWINMATCH_NO_REBUILD=1`` it only warns.
+* ``import optimized`` makes a staleness check that costs two directory listings and a
+  ``stat`` per file of native/ and native/harness/ (no subprocess): if a source there was
+  saved after the extension was built, it rebuilds once, saying so on stderr, so an edit
+  to native/ still takes effect on the next run. With ``TWINMATCH_NO_REBUILD=1`` it only
+  warns.
 
 Outside a source checkout (a wheel install, no native/ beside the package) nothing is
 checked. The check trusts modification times: a source stamped in the future is rebuilt
@@ -28,6 +29,7 @@ NATIVE = Path(__file__).resolve().parent.parent / "native"
 EXTENSION = "optimized._native"
 # What the extension is built from: sources, headers and the build script.
 _SOURCE_SUFFIXES = (".cpp", ".hpp", ".h", ".txt")
+_HARNESS = "harness"  # native/harness/: the harness's C++ (twinmatch gen), same extension
 NO_REBUILD = "TWINMATCH_NO_REBUILD"
 
 
@@ -36,14 +38,19 @@ class StaleExtensionWarning(UserWarning):
 
 
 def newest_source(native: Path = NATIVE) -> tuple[int, str]:
-    """(modification time in ns, name) of the most recently saved file in ``native``."""
+    """(modification time in ns, name) of the most recently saved file in ``native`` or
+    its harness/ folder (the harness's C++, built into the same extension); the name is
+    relative to ``native`` (``book.hpp``, ``harness/gen.hpp``)."""
     newest, name = 0, ""
-    with os.scandir(native) as entries:
-        for entry in entries:
-            if entry.name.endswith(_SOURCE_SUFFIXES) and entry.is_file():
-                mtime = entry.stat().st_mtime_ns
-                if mtime > newest:
-                    newest, name = mtime, entry.name
+    for folder, prefix in ((native, ""), (native / _HARNESS, f"{_HARNESS}/")):
+        if not folder.is_dir():
+            continue
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.name.endswith(_SOURCE_SUFFIXES) and entry.is_file():
+                    mtime = entry.stat().st_mtime_ns
+                    if mtime > newest:
+                        newest, name = mtime, prefix + entry.name
     return newest, name
 
 

@@ -575,3 +575,8 @@ class CappedRef:
 
     def resting(self) -> int:
         """Orders resting after the last run()."""
+
+def contract_tables() -> dict[str, Any]:
+    """
+    The C++ twins' codes and record layouts (tests/test_contract.py checks them).
+    """

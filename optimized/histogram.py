@@ -1,6 +1,6 @@
 """A latency histogram in C++ (``native/histogram.hpp``): the same log-linear layout,
 percentile rule and input rule as ``naive/histogram.py`` (the layout's constants are
-checked against ``twinmatch/pipeline_contract.py`` by tests/test_histogram.py)."""
+checked against ``contract/histogram.py`` by tests/test_histogram.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from contract.histogram import BUCKETS, check_latency, percentile_ppm
 from optimized import _native
-from twinmatch.pipeline_contract import BUCKETS, check_latency, percentile_ppm
 
 __all__ = ["BUCKETS", "Histogram", "bucket_highest", "bucket_lowest", "bucket_of"]
 

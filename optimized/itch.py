@@ -15,10 +15,9 @@ from typing import IO, Final
 
 import numpy as np
 
-from optimized import _native
-from twinmatch.dtypes import EVENT_DTYPE
-from twinmatch.itch_errors import ITCH_REASONS, ItchError, byte_view, counts_dict
-from twinmatch.itch_files import (
+from contract.dtypes import EVENT_DTYPE
+from contract.itch_errors import ITCH_REASONS, ItchError, byte_view, counts_dict
+from contract.itch_files import (
     CHUNK_SIZE,
     Source,
     check_chunk_size,
@@ -26,6 +25,7 @@ from twinmatch.itch_files import (
     file_chunks,
     open_feed,
 )
+from optimized import _native
 
 __all__ = ["CHUNK_SIZE", "EVENT_DTYPE", "ItchError", "LENGTHS", "decode", "read_file", "scan"]
 

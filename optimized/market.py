@@ -23,12 +23,12 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from contract.dtypes import ANOMALIES, EVENT_DTYPE, REASONS, as_records
+from contract.itch_errors import ItchError, byte_view, counts_dict
+from contract.itch_files import CHUNK_SIZE, Source, check_chunk_size, open_feed
+from contract.market import BOOK_STATES, MODES, check_locate, check_mode, check_order_ref
 from optimized import _native
 from optimized.itch import read_gzip, read_plain, record_error
-from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, REASONS, as_records
-from twinmatch.itch_errors import ItchError, byte_view, counts_dict
-from twinmatch.itch_files import CHUNK_SIZE, Source, check_chunk_size, open_feed
-from twinmatch.market_contract import BOOK_STATES, MODES, check_locate, check_mode, check_order_ref
 
 Batch = tuple[np.ndarray, dict[str, int]]
 

@@ -12,9 +12,8 @@ from typing import Final
 
 import numpy as np
 
-from optimized import _native
-from twinmatch.dtypes import LOBSTER_DTYPE, OPS_DTYPE, concat_records
-from twinmatch.order_files import (
+from contract.dtypes import LOBSTER_DTYPE, OPS_DTYPE, concat_records
+from contract.order_files import (
     MAX_LINE,
     LineTooLong,
     OrderSource,
@@ -22,23 +21,26 @@ from twinmatch.order_files import (
     pieces,
     zeroed_copy,
 )
+from contract.orders import CSV_FIELDS, LOBSTER_FIELDS, SKIP_KINDS
+from optimized import _native
 
-CSV_FIELDS: Final = ("order_id", "price", "quantity", "side")
-LOBSTER_FIELDS: Final = ("time", "type", "order_id", "size", "price", "direction")
-SKIP_KINDS: Final = ("hidden_execution", "cross_trade", "halt", "other")
-
-# Problem numbers of native/orders.hpp -> the naive twin's words.
-PROBLEMS: Final = {
-    2: "missing",
-    3: "not a number",
-    4: "negative",
-    5: "out of range",
-    6: "must be 0 (buy) or 1 (sell)",
-    7: "must be 1..7",
-    8: "must be 1 (buy) or -1 (sell)",
-    9: "more than 9 decimal places",
+# native/orders.hpp's Problem codes, by value (tests/test_contract.py checks this against
+# the extension's own list), and the naive twin's words for each problem of one field.
+PROBLEM_NAMES: Final = ("ok", "field_count", "missing", "not_number", "negative",
+                        "out_of_range", "bad_side", "bad_type", "bad_direction", "too_precise",
+                        "capacity")
+_WORDS: Final = {
+    "missing": "missing",
+    "not_number": "not a number",
+    "negative": "negative",
+    "out_of_range": "out of range",
+    "bad_side": "must be 0 (buy) or 1 (sell)",
+    "bad_type": "must be 1..7",
+    "bad_direction": "must be 1 (buy) or -1 (sell)",
+    "too_precise": "more than 9 decimal places",
 }
-_FIELD_COUNT: Final = 1
+PROBLEMS: Final = {PROBLEM_NAMES.index(name): words for name, words in _WORDS.items()}
+_FIELD_COUNT: Final = PROBLEM_NAMES.index("field_count")
 
 Source = OrderSource
 __all__ = ["MAX_LINE", "OrdersError", "lobster_to_ops", "read_csv", "read_lobster"]

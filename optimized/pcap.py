@@ -16,18 +16,20 @@ from typing import Any, Final
 
 import numpy as np
 
+from contract.itch_errors import byte_view
+from contract.itch_files import Source, check_chunk_size
+from contract.pcap import DEFAULT_CHUNK
+from contract.pcap_files import decode_stream
 from optimized._native import PcapScanner
-from twinmatch.itch_errors import byte_view
-from twinmatch.itch_files import Source, check_chunk_size
-from twinmatch.pcap_files import decode_stream
 
 GLOBAL_HEADER_LEN: Final = 24
 RECORD_HEADER_LEN: Final = 16
-DEFAULT_CHUNK: Final = 1 << 22
-_BAD_MAGIC: Final = 1
-_BAD_LINKTYPE: Final = 2
-_RECORD_TOO_LONG: Final = 3
-MAX_STREAMS: Final = 64  # native/pcap.hpp's kMaxStreams
+# native/pcap.hpp's Error codes, by value (tests/test_contract.py checks this against the
+# extension's own list).
+SCAN_ERRORS: Final = ("none", "bad_magic", "bad_linktype", "record_too_long")
+_BAD_MAGIC: Final = SCAN_ERRORS.index("bad_magic")
+_BAD_LINKTYPE: Final = SCAN_ERRORS.index("bad_linktype")
+_RECORD_TOO_LONG: Final = SCAN_ERRORS.index("record_too_long")
 
 Stats = dict[str, Any]
 

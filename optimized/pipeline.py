@@ -12,7 +12,7 @@ ran (``placement``, ``planned``, ``pinned``).
 
 ``run`` releases the GIL for the whole run (the C++ runs in a helper thread, so that the
 calling thread still sees Ctrl-C: it stops the parser, the stages drain, and
-:class:`~twinmatch.pipeline_contract.PipelineInterrupted` carries the report);
+:class:`~contract.pipeline.PipelineInterrupted` carries the report);
 ``stop()`` may be called from any thread.
 """
 
@@ -21,21 +21,22 @@ from __future__ import annotations
 from pathlib import Path
 from typing import IO, Any, Final
 
-from optimized import _native
-from optimized.itch import record_error, tail_error
-from twinmatch.dtypes import ANOMALIES, REASONS
-from twinmatch.itch_errors import ITCH_REASONS, ItchError
-from twinmatch.market_contract import check_mode
-from twinmatch.pipeline_contract import (
+from contract.dtypes import ANOMALIES, REASONS
+from contract.itch_errors import ITCH_REASONS, ItchError
+from contract.market import check_mode
+from contract.pipeline import (
+    POLICIES,
     PipelineInterrupted,
     check_buffer,
     check_capacity,
+    check_policy,
     run_threads,
 )
+from optimized import _native
+from optimized.itch import record_error, tail_error
 
 __all__ = ["PLACEMENTS", "POLICIES", "WAITS", "Pipeline"]
 
-POLICIES: Final = ("lossless", "drop")
 PLACEMENTS: Final = ("auto", "pinned", "shared", "fused")
 WAITS: Final = ("auto", "spin", "yield")
 NO_LIMIT: Final = 2**64 - 1
@@ -53,8 +54,7 @@ class Pipeline:
         2 (engine) or 3 (parser) fails as if the system had no threads left."""
         ring_capacity = check_capacity("ring_capacity", ring_capacity)  # before allocating
         fill_capacity = check_capacity("fill_capacity", fill_capacity)
-        if policy not in POLICIES:
-            raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+        policy = check_policy(policy)
         self.policy = policy
         mode = check_mode(mode)
         cls = _native.Pipeline if stage_lines else _native.PackedPipeline

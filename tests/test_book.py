@@ -8,8 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests.conftest import BookImpl
-from twinmatch.dtypes import (
+from contract.dtypes import (
     OP_CANCEL,
     OP_EXECUTE,
     OP_LIMIT,
@@ -19,6 +18,7 @@ from twinmatch.dtypes import (
     OPS_DTYPE,
     REASON_CODE,
 )
+from tests.conftest import BookImpl
 
 BUY, SELL = 0, 1
 MAX_PRICE = 2**32 - 1

@@ -13,9 +13,9 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from contract.dtypes import OPS_DTYPE
 from tests.bench.test_bench_book import run_per_call
 from tests.conftest import BOOK_IMPLS, load_book_impl
-from twinmatch.dtypes import OPS_DTYPE
 
 ids = st.one_of(st.integers(0, 12), st.sampled_from([2**64 - 1, 2**63]))
 prices = st.one_of(st.integers(98, 104), st.sampled_from([0, 1, 2**32 - 1, 4_000_000_000]))

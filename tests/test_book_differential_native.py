@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import naive.book as naive
+from contract.dtypes import OPS_DTYPE, REASON_CODE
 from optimized.book import Book, MapBook
-from twinmatch.dtypes import OPS_DTYPE, REASON_CODE
 
 MAX_ID = 2**64 - 1
 IDS = st.one_of(st.integers(0, 12), st.sampled_from([MAX_ID, MAX_ID - 1, 2**32, 2**63]))

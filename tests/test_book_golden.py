@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from contract.dtypes import OPS_DTYPE, REASONS
 from tests.conftest import BookImpl
-from twinmatch.dtypes import OPS_DTYPE, REASONS
 
 GOLDEN = Path(__file__).parent / "data" / "golden"
 CASES = sorted(GOLDEN.glob("*.json"))

@@ -49,7 +49,7 @@ import sys
 sys.path.insert(0, "exercises")
 import numpy as np
 from exercise_support import load_native
-from twinmatch.dtypes import OPS_DTYPE
+from contract.dtypes import OPS_DTYPE
 ex = load_native(solution={solution})
 bit = ex.highest_set(np.array([0, 1 << 5], dtype=np.uint64))
 assert isinstance(bit, int) and isinstance(ex.RECORD_SIZE, int)

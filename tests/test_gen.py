@@ -1,4 +1,4 @@
-"""The feed generators (twinmatch/gen.py, native/gen.hpp).
+"""The feed generators (twinmatch/gen.py, native/harness/gen.hpp).
 
 The simulator is harness, not a twin, so these tests check its output against independent
 Python: a small reference book builder (dict of order ref -> order, applying

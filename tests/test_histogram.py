@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from twinmatch import pipeline_contract as contract
+from contract import histogram as layout
+from contract.pipeline import RING_CAPACITY_MAX
 
 IMPLS = ("naive", "optimized")
 
@@ -33,30 +34,30 @@ def filled(impl: Any, values: list[int]) -> Any:
 def test_the_layout_constants_are_one_source() -> None:
     from optimized import _native
 
-    assert _native.HIST_SUB_BUCKET_BITS == contract.SUB_BUCKET_BITS == 5
-    assert _native.HIST_BUCKETS == contract.BUCKETS == 1920
-    assert _native.RING_CAPACITY_MAX == contract.RING_CAPACITY_MAX
+    assert _native.HIST_SUB_BUCKET_BITS == layout.SUB_BUCKET_BITS == 5
+    assert _native.HIST_BUCKETS == layout.BUCKETS == 1920
+    assert _native.RING_CAPACITY_MAX == RING_CAPACITY_MAX
 
 
 def test_both_twins_have_the_same_bucket_boundaries() -> None:
     import naive.histogram as a
     import optimized.histogram as b
 
-    lows = [a.bucket_lowest(i) for i in range(contract.BUCKETS)]
-    assert lows == [b.bucket_lowest(i) for i in range(contract.BUCKETS)]
-    highs = [a.bucket_highest(i) for i in range(contract.BUCKETS)]
-    assert highs == [b.bucket_highest(i) for i in range(contract.BUCKETS)]
+    lows = [a.bucket_lowest(i) for i in range(layout.BUCKETS)]
+    assert lows == [b.bucket_lowest(i) for i in range(layout.BUCKETS)]
+    highs = [a.bucket_highest(i) for i in range(layout.BUCKETS)]
+    assert highs == [b.bucket_highest(i) for i in range(layout.BUCKETS)]
     # The buckets tile 0 .. 2^64-1 with no gap and no overlap; each value finds its own.
     assert lows[0] == 0 and highs[-1] == 2**64 - 1
-    for i in range(contract.BUCKETS - 1):
+    for i in range(layout.BUCKETS - 1):
         assert lows[i + 1] == highs[i] + 1
-    for i in range(contract.BUCKETS):
+    for i in range(layout.BUCKETS):
         for v in (lows[i], highs[i], (lows[i] + highs[i]) // 2):
             assert a.bucket_of(v) == b.bucket_of(v) == i
     # One value per bucket below 64; above, a bucket is at most 1/32 of its lowest value.
     assert lows[:64] == highs[:64] == list(range(64))
     for lo, hi in zip(lows[64:], highs[64:], strict=True):
-        assert (hi - lo + 1) * contract.SUB_BUCKETS <= lo
+        assert (hi - lo + 1) * layout.SUB_BUCKETS <= lo
 
 
 @pytest.mark.parametrize("values,p,want", [
@@ -121,7 +122,7 @@ def test_twins_agree_and_stay_within_the_relative_error_of_numpy(dist: str) -> N
         want = int(ordered[rank - 1])
         got = a.percentile(p)
         assert got == b.percentile(p)
-        assert want <= got <= want + want // contract.SUB_BUCKETS, (p, want, got)
+        assert want <= got <= want + want // layout.SUB_BUCKETS, (p, want, got)
     assert a.count == n and a.max == int(samples.max()) == b.max
     assert a.sum == b.sum == sum(samples.tolist())  # exact, even past 2^64
 
@@ -143,7 +144,7 @@ def test_one_rule_for_what_is_not_a_latency(bad: Any) -> None:
         messages.append(str(err.value))
         with pytest.raises(ValueError):  # in a batch: nothing of it is recorded
             h.record_many([1, 2, bad])
-        assert h.count == 0 and h.counts() == [0] * contract.BUCKETS
+        assert h.count == 0 and h.counts() == [0] * layout.BUCKETS
     assert messages[0] == messages[1]
     shown = bad.item() if hasattr(bad, "item") else bad
     assert repr(int(shown) if isinstance(shown, int) else shown) in messages[0]

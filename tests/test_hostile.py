@@ -217,7 +217,7 @@ def _resting(twin: str) -> Any:
 
 
 def _ops(rows: list[tuple[int, int, int, int, int, int]]) -> np.ndarray:
-    from twinmatch.dtypes import OPS_DTYPE, records
+    from contract.dtypes import OPS_DTYPE, records
 
     return records(rows, OPS_DTYPE)
 
@@ -396,7 +396,7 @@ case("orders-lobster_to_ops-floats",
 
 # Market: construction, run() on bad arrays, queries with bad arguments.
 def _events(raw: bytes | None = None, n: int = 0) -> np.ndarray:
-    from twinmatch.dtypes import EVENT_DTYPE
+    from contract.dtypes import EVENT_DTYPE
 
     if raw is None:
         return np.zeros(n, dtype=EVENT_DTYPE)

@@ -31,12 +31,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import naive.itch as naive_itch
-import naive.itch_numpy as itch_numpy
 import optimized.itch as optimized_itch
+import peers.itch_numpy as itch_numpy
+from contract.dtypes import EVENT_DTYPE, EVENT_TYPES
+from contract.itch_errors import ItchError
 from optimized import _native
 from tests.conftest import REAL_DATA, ROOT, SHARED
-from twinmatch.dtypes import EVENT_DTYPE, EVENT_TYPES
-from twinmatch.itch_errors import ItchError
 from twinmatch.itch_samples import random_record, random_stream, sample_day
 
 REAL = REAL_DATA

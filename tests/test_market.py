@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from contract.dtypes import ANOMALIES, EVENT_DTYPE, FILL_DTYPE
 from twinmatch import cli
-from twinmatch.dtypes import ANOMALIES, EVENT_DTYPE, FILL_DTYPE
 from twinmatch.gen import market_day_bytes, write_itch_flow, write_market_day
 from twinmatch.replay import lobster_events, replay, sniff
 
@@ -409,7 +409,7 @@ def test_failed_allocation_leaves_market_unchanged(mode: str) -> None:
 MEMORY_PROBE = """
 import resource, sys
 import numpy as np
-from twinmatch.dtypes import EVENT_DTYPE
+from contract.dtypes import EVENT_DTYPE
 impl, mode = sys.argv[1], sys.argv[2]
 Market = __import__(impl + ".market", fromlist=["Market"]).Market
 n = 65_536
@@ -661,8 +661,8 @@ def test_scale_5m_naive(tmp_path: Path) -> None:
     (b"\x00\x7f\x80\xff ~", "\\x00\\x7f\\x80\\xff ~"),
 ])
 def test_feed_text_rule_is_one_rule(raw: bytes, shown: str) -> None:
+    from contract.feed_text import show_bytes
     from optimized.market import show_bytes as native_show
-    from twinmatch.feed_text import show_bytes
 
     assert show_bytes(raw) == shown
     assert native_show(raw) == shown

@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 import naive.book as naive
-from optimized.book import Book, Fill, MapBook, Side, layout_info
-from twinmatch.dtypes import (
+from contract.dtypes import (
     OP_CANCEL,
     OP_EXECUTE,
     OP_LIMIT,
@@ -24,6 +23,7 @@ from twinmatch.dtypes import (
     OP_REPLACE,
     OPS_DTYPE,
 )
+from optimized.book import Book, Fill, MapBook, Side, layout_info
 
 MAX_PRICE = 2**32 - 1
 MAX_ID = 2**64 - 1

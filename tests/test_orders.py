@@ -13,8 +13,7 @@ from hypothesis import strategies as st
 
 import naive.orders as norders
 import optimized.orders as oorders
-from tests.conftest import REAL_DATA  # noqa: E402
-from twinmatch.dtypes import (
+from contract.dtypes import (
     LOBSTER_DTYPE,
     OP_CANCEL,
     OP_EXECUTE,
@@ -23,6 +22,7 @@ from twinmatch.dtypes import (
     OP_REDUCE,
     OPS_DTYPE,
 )
+from tests.conftest import REAL_DATA  # noqa: E402
 
 REAL = REAL_DATA
 LOBSTER_FILE = REAL / "lobster-AAPL-2012-06-21-message-10.csv"

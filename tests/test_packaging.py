@@ -109,6 +109,19 @@ def test_staleness_check_sees_a_saved_source(tmp_path: Path) -> None:
     assert _build.newest_source(native) == (2 * 10**18, "b.cpp")
 
 
+def test_staleness_check_sees_the_harness_folder(tmp_path: Path) -> None:
+    """native/harness/ (the simulator behind `twinmatch gen`) is built into the same
+    extension, so a saved file there is a stale build too."""
+    native = tmp_path / "native"
+    (native / "harness").mkdir(parents=True)
+    (native / "a.hpp").write_text("")
+    os.utime(native / "a.hpp", ns=(1, 10**18))
+    (native / "harness" / "gen.hpp").write_text("")
+    os.utime(native / "harness" / "gen.hpp", ns=(1, 2 * 10**18))
+    assert _build.newest_source(native) == (2 * 10**18, "harness/gen.hpp")
+    assert (ROOT / "native" / "harness" / "gen.hpp").is_file()
+
+
 @pytest.mark.timeout(900)
 def test_saved_source_warns_without_rebuild_and_rebuilds_on_import() -> None:
     _editable()

@@ -20,6 +20,7 @@ import naive
 import naive.pcap as npcap
 import optimized
 import optimized.pcap as opcap
+from contract.pcap import MAX_STREAMS
 from naive.pcap import (
     IPPROTO_TCP,
     ethernet,
@@ -321,10 +322,10 @@ def test_filters(impl: ModuleType) -> None:
 
 def test_stream_table_is_bounded(impl: ModuleType) -> None:
     frames = [udp_frame(moldudp64_packet("S", 1, [msg(i)]), dport=1000 + i)
-              for i in range(impl.MAX_STREAMS + 3)]
+              for i in range(MAX_STREAMS + 3)]
     blocks, stats = impl.scan(pcap_bytes(frames))
-    assert stats["streams"] == impl.MAX_STREAMS and stats["untracked"] == 3
-    assert stats["messages"] == impl.MAX_STREAMS
+    assert stats["streams"] == MAX_STREAMS and stats["untracked"] == 3
+    assert stats["messages"] == MAX_STREAMS
 
 
 @pytest.mark.usefixtures("fake_itch")

@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from contract.itch_errors import ItchError
 from optimized import _native
 from twinmatch.gen import market_day_bytes, write_itch_flow
-from twinmatch.itch_errors import ItchError
 from twinmatch.replay import FILLS_HEADER, new_market, write_fills
 
 pytestmark = pytest.mark.timeout(120)
@@ -327,7 +327,7 @@ def test_replay_pipeline_reads_files_fifos_and_gzip(flow: bytes, tmp_path: Path)
     import gzip
     import threading
 
-    from twinmatch.pipeline import load, replay_pipeline
+    from twinmatch.pipeline_replay import load, replay_pipeline
 
     path = tmp_path / "flow.itch"
     path.write_bytes(flow)
@@ -350,8 +350,8 @@ def test_replay_pipeline_reads_files_fifos_and_gzip(flow: bytes, tmp_path: Path)
 def test_pipeline_stops_reading_an_endless_stream_that_is_not_itch(impl: str) -> None:
     # /dev/zero never ends: read whole, it would fill the memory. Its first record has
     # length 0, so the pipeline reports that, having read one chunk.
-    from twinmatch.itch_errors import ItchError
-    from twinmatch.pipeline import load, replay_pipeline
+    from contract.itch_errors import ItchError
+    from twinmatch.pipeline_replay import load, replay_pipeline
 
     assert len(load("/dev/zero")) <= 16 << 20
     with pytest.raises(ItchError, match="zero_length at byte 0"):

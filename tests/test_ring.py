@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from contract.pipeline import RING_CAPACITY_MAX
 from optimized import _native
-from twinmatch.pipeline_contract import RING_CAPACITY_MAX
 
 ROOT = Path(__file__).resolve().parent.parent
 STRESS = ROOT / "tests" / "native" / "ring_stress.cpp"

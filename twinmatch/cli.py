@@ -252,17 +252,17 @@ def _replay(args: argparse.Namespace) -> int:
     import json
 
     if args.pipeline:
-        from twinmatch import pipeline
-        from twinmatch.pipeline_contract import PipelineInterrupted
+        from contract.pipeline import PipelineInterrupted
+        from twinmatch import pipeline_replay
 
         code = 0
         try:
-            report = pipeline.replay_pipeline(args.file, args.impl, args.mode, args.fills,
-                                              policy=args.policy,
-                                              logger_delay_ns=args.logger_delay_ns)
+            report = pipeline_replay.replay_pipeline(args.file, args.impl, args.mode,
+                                                     args.fills, policy=args.policy,
+                                                     logger_delay_ns=args.logger_delay_ns)
         except PipelineInterrupted as e:  # Ctrl-C: stopped, drained; report what was done
             report, code = e.report, 130
-        print(json.dumps(report, indent=2) if args.json else pipeline.format_report(report),
+        print(json.dumps(report, indent=2) if args.json else pipeline_replay.format_report(report),
               end="\n" if args.json else "", flush=True)
         return code
     from twinmatch.replay import format_report, replay

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from naive.book import Book, OrderRejected, Side
-from twinmatch.dtypes import (
+from contract.dtypes import (
     OP_CANCEL,
     OP_EXECUTE,
     OP_LIMIT,
@@ -32,6 +31,7 @@ from twinmatch.dtypes import (
     OPS_DTYPE,
     records,
 )
+from naive.book import Book, OrderRejected, Side
 
 # Bump when the generator changes, so cached streams are regenerated.
 FLOW_VERSION = 1

@@ -14,7 +14,7 @@ Two kinds of file, as DESIGN.md's "Feeds" describes:
   file for many symbols whose A adds may cross, with D cancels and U replaces (what
   ``twinmatch replay --mode match`` feeds the engines), again with the expected books beside.
 
-The simulator is C++ (``native/gen.hpp``): generators are harness, not a twin, so there is
+The simulator is C++ (``native/harness/gen.hpp``): generators are harness, not a twin, so there is
 no naive twin of it. A per-message Python loop could not write 10 million messages in well
 under a minute; Python here only moves multi-megabyte chunks between the simulator and
 the files.
@@ -40,8 +40,8 @@ from typing import BinaryIO, Final, Protocol
 
 import numpy as np
 
+from contract.dtypes import OP_CANCEL, OP_LIMIT, OP_MARKET
 from optimized import _native
-from twinmatch.dtypes import OP_CANCEL, OP_LIMIT, OP_MARKET
 from twinmatch.flow import FlowShape, order_flow
 
 FORMATS: Final = ("itch", "gz", "pcap", "csv")
@@ -498,7 +498,7 @@ def many_locates_events(locates: int = 65_536, per_book: int = 1) -> np.ndarray:
     """``per_book`` resting buy adds on each locate 0..locates-1 (EVENT_DTYPE, in memory):
     what many books cost in memory. Prices step down one cent per round; references run
     1, 2, 3, ... round by round."""
-    from twinmatch.dtypes import EVENT_DTYPE
+    from contract.dtypes import EVENT_DTYPE
 
     n = locates * per_book
     ev = np.zeros(n, dtype=EVENT_DTYPE)

@@ -35,7 +35,7 @@ from typing import IO, Any, Final
 
 import numpy as np
 
-from twinmatch.dtypes import (
+from contract.dtypes import (
     EVENT_DTYPE,
     FILL_DTYPE,
     OP_CANCEL,
@@ -44,8 +44,8 @@ from twinmatch.dtypes import (
     OPS_DTYPE,
     concat_records,
 )
-from twinmatch.feed_text import show_bytes  # the one text rule (C++: native/feed_text.hpp)
-from twinmatch.itch_files import CAPTURE_MAGICS, GZIP_MAGIC, opened, peek, read_full, regular_size
+from contract.feed_text import show_bytes  # the one text rule (C++: native/feed_text.hpp)
+from contract.itch_files import CAPTURE_MAGICS, GZIP_MAGIC, opened, peek, read_full, regular_size
 
 IMPLS: Final = ("naive", "optimized")
 MODES: Final = ("book", "match")

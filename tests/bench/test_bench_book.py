@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import pytest
 
+from contract.dtypes import OP_CANCEL, OP_LIMIT, OPS_DTYPE
 from tests.bench import valgrind
 from tests.bench.conftest import SMALL, cached_flow
 from tests.bench.paired import Side, paired
 from tests.conftest import load_book_impl
-from twinmatch.dtypes import OP_CANCEL, OP_LIMIT, OPS_DTYPE
 
 REALISTIC_N = 20_000 if SMALL else 1_000_000
 DEPTHS = (100, 1_000, 10_000, 100_000)

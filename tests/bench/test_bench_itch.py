@@ -7,7 +7,7 @@ measures memory bandwidth, not cache bandwidth) and first checks its result agai
 naive twin. The day is drawn once and kept in out/cache. What each one includes:
 
 * naive      naive.itch.decode: struct per message -> NamedTuple -> row tuple, np arrays.
-* numpy      naive.itch_numpy.decode: Python framing walk + big-endian dtype views per type.
+* numpy      peers.itch_numpy.decode: Python framing walk + big-endian dtype views per type.
 * optimized  optimized.itch.decode: C++ over the buffer in place, GIL released, plus the
              Python face (dtype view, counts dict). The loop is the AVX-512 VBMI one when the
              CPU has it (the row's note says which ran). Output blocks are recycled between
@@ -34,8 +34,8 @@ import numpy as np
 import pytest
 
 import naive.itch as naive_itch
-import naive.itch_numpy as itch_numpy
 import optimized.itch as optimized_itch
+import peers.itch_numpy as itch_numpy
 from optimized import _native
 from tests.bench.conftest import SMALL
 from twinmatch.itch_samples import cached_sample_day

@@ -25,7 +25,7 @@ import pytest
 
 from tests.bench.conftest import SMALL
 from twinmatch.gen import write_itch_flow
-from twinmatch.pipeline import replay_pipeline
+from twinmatch.pipeline_replay import replay_pipeline
 from twinmatch.replay import replay
 
 N = int(os.environ.get("TWINMATCH_BENCH_PIPELINE_N", "20000" if SMALL else "500000"))

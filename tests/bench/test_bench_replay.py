@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from contract.dtypes import EVENT_DTYPE
 from tests.bench.conftest import SMALL
-from twinmatch.dtypes import EVENT_DTYPE
 from twinmatch.gen import write_itch_flow, write_market_day
 from twinmatch.replay import new_market, replay
 

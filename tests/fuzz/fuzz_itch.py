@@ -15,7 +15,7 @@ import numpy as np
 
 import naive.itch as naive_itch
 import optimized.itch as optimized_itch
-from twinmatch.itch_errors import ItchError
+from contract.itch_errors import ItchError
 
 Outcome = tuple[bytes, dict[str, int], tuple[str, int, str] | None]
 

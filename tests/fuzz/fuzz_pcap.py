@@ -43,7 +43,7 @@ def outcome_filtered(mod: Any, data: bytes, session: bytes) -> Any:
 
 
 def outcome_stream(mod: Any, data: bytes, chunk: int) -> Any:
-    from twinmatch.itch_errors import ItchError
+    from contract.itch_errors import ItchError
 
     reader = mod.read_file(io.BytesIO(data), chunk)
     batches = []

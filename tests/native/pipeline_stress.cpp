@@ -1,6 +1,6 @@
 // The whole pipeline (native/pipeline.hpp) end to end, built standalone (with
 // -fsanitize=thread by `make sanitize-threads` and tests/test_pipeline.py): an order-flow
-// feed from the exchange simulator (native/gen.hpp) runs through every placement with
+// feed from the exchange simulator (native/harness/gen.hpp) runs through every placement with
 // tiny rings (so the stages stall and wake each other constantly), under the lossless and
 // the drop policy, stopped from another thread, with a thread that fails to start, and
 // with the stage counters packed (the false-sharing variant). Checks: every placement
@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "gen.hpp"
+#include "harness/gen.hpp"
 #include "pipeline.hpp"
 
 using namespace twinmatch;

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from exercise_support import best_time, load_module
 
-from twinmatch.dtypes import OP_CANCEL, OP_LIMIT, OPS_DTYPE
+from contract.dtypes import OP_CANCEL, OP_LIMIT, OPS_DTYPE
 
 MIN_SPEEDUP = 20.0
 

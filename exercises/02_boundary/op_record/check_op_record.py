@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from exercise_support import compile_cpp, impl_dir, run_program
 
-from twinmatch.dtypes import MAX_ID, MAX_QTY, OP_LIMIT, OPS_DTYPE
+from contract.dtypes import MAX_ID, MAX_QTY, OP_LIMIT, OPS_DTYPE
 
 HERE = Path(__file__).resolve().parent
 FIELDS = ("order_id", "new_order_id", "price", "qty", "op", "side")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from exercise_support import load_module
 
+from contract.dtypes import EVENT_DTYPE
 from naive.market import Market
-from twinmatch.dtypes import EVENT_DTYPE
 
 
 @pytest.fixture(scope="module")

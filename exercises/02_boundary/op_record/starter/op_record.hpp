@@ -1,12 +1,12 @@
 // Exercise 02_boundary/op_record: read numpy's OPS_DTYPE records in place, as a C++
-// struct laid out byte for byte like the dtype (see twinmatch/dtypes.py).
+// struct laid out byte for byte like the dtype (see contract/dtypes.py).
 #pragma once
 #include <cstddef>
 #include <cstdint>
 
 namespace exercise {
 
-// One operation of Book.apply, as twinmatch.dtypes.OPS_DTYPE lays it out.
+// One operation of Book.apply, as contract.dtypes.OPS_DTYPE lays it out.
 // TODO: this struct lists the fields in the order you might read a message (what,
 // which side, which order, ...) and its ids are too narrow. Make it match OPS_DTYPE:
 // the dtype's fields in the dtype's order, each as wide as its numpy format ("<u8",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from twinmatch.dtypes import OP_LIMIT
+from contract.dtypes import OP_LIMIT
 
 
 def total_qty(ops: np.ndarray) -> int:

@@ -6,7 +6,7 @@
 
 namespace exercise {
 
-// One operation of Book.apply, exactly as twinmatch.dtypes.OPS_DTYPE lays it out:
+// One operation of Book.apply, exactly as contract.dtypes.OPS_DTYPE lays it out:
 // "<u8" is std::uint64_t, "<u4" std::uint32_t, "u1" std::uint8_t, and the offsets
 // 0, 8, 16, 20, 24, 25 fall out of declaring the fields in the dtype's order.
 struct OpRecord {

@@ -1,74 +1,28 @@
-"""What both pipeline twins and both histogram twins share (contract, no twin imports).
+"""What both pipeline twins share (naive/pipeline.py, optimized/pipeline.py).
 
-* The latency histogram's layout: log-linear buckets, ``SUB_BUCKETS`` per power of two
-  (native/histogram.hpp holds the same constant; tests/test_histogram.py checks that
-  every bucket boundary of the two twins is the same).
-* The one rule for what a histogram accepts (:func:`check_latency`) and for a percentile
-  (:func:`percentile_ppm`): both twins call these before they touch their state.
 * The one rule for ring and queue capacities (:func:`check_capacity`), checked before
-  anything is allocated.
-* (How a message type byte is spelled in a report: :func:`twinmatch.feed_text.type_key`.)
+  anything is allocated, and for the fill logger's policy (:data:`POLICIES`).
+* The one rule for the bytes a pipeline parses (:func:`check_buffer`).
 * How a run ends on Ctrl-C (:func:`run_threads`, :class:`PipelineInterrupted`).
+* (The latency histogram's layout and rules: :mod:`contract.histogram`; how a message
+  type byte is spelled in a report: :func:`contract.feed_text.type_key`.)
 """
 
 from __future__ import annotations
 
-import math
 import operator
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-__all__ = ["BUCKETS", "MAX_LATENCY", "PERCENTILES", "RING_CAPACITY_MAX", "SUB_BUCKETS",
-           "SUB_BUCKET_BITS", "PipelineInterrupted", "check_capacity", "check_latency",
-           "run_threads", "percentile_ppm", "check_buffer"]
+__all__ = ["POLICIES", "RING_CAPACITY_MAX", "PipelineInterrupted", "check_buffer",
+           "check_capacity", "check_policy", "run_threads"]
 
-# --8<-- [start:layout]
-# Values below 2 * SUB_BUCKETS (64 ns) get one bucket each (exact). Above, each power of
-# two [2^e, 2^(e+1)) is cut into SUB_BUCKETS equal buckets, so a bucket is never wider
-# than 1/SUB_BUCKETS of its lowest value: any value is known to within 1/32 = 3.125%.
-# 1,920 buckets cover every uint64 (0 .. 2^64-1 ns, centuries): there is no overflow.
-SUB_BUCKET_BITS: Final = 5
-SUB_BUCKETS: Final = 1 << SUB_BUCKET_BITS
-BUCKETS: Final = (64 - SUB_BUCKET_BITS) * SUB_BUCKETS + SUB_BUCKETS   # 1,920
-MAX_LATENCY: Final = 2**64 - 1
-# --8<-- [end:layout]
-
-# The report's percentiles, in parts per million of the samples: integers, so that the
-# rank is exact (99.9% of 1,000 samples is the 999th, not 999.0000000000001 -> 1,000th).
-PERCENTILES: Final = (("p50", 500_000), ("p90", 900_000), ("p99", 990_000),
-                      ("p99.9", 999_000))
-
+# What the fill logger does when its queue is full: make the engine wait (lose nothing),
+# or drop the fill and count it.
+POLICIES: Final = ("lossless", "drop")
 RING_CAPACITY_MAX: Final = 1 << 24   # 16,777,216 slots (1 GiB of 64-byte events)
 JOIN_WAIT_S: Final = 0.1   # how often a joining main thread looks for Ctrl-C
-
-
-def check_latency(ns: object) -> int:
-    """``ns`` as an int if it is an integer 0 .. 2^64-1, else ValueError naming it.
-
-    Floats (NaN, 1.5, even 3.0), negatives and values past 2^64-1 are all refused the
-    same way in both twins: a latency histogram counts whole nanoseconds.
-    """
-    try:
-        value = operator.index(ns)  # type: ignore[arg-type]
-    except TypeError:
-        shown = ns.item() if hasattr(ns, "item") else ns  # a numpy scalar as a plain one
-        raise ValueError(f"histogram: {shown!r} is not a latency (an integer 0..2**64-1 ns)"
-                         ) from None
-    if not 0 <= value <= MAX_LATENCY:
-        raise ValueError(f"histogram: {value!r} is not a latency (an integer 0..2**64-1 ns)")
-    return value
-
-
-def percentile_ppm(p: float) -> int:
-    """Percentile ``p`` (0..100, e.g. 99.9) in parts per million, rounded to an integer."""
-    try:
-        x = float(p)
-    except (TypeError, ValueError):
-        raise ValueError(f"percentile must be a number in 0..100, got {p!r}") from None
-    if math.isnan(x) or not 0.0 <= x <= 100.0:
-        raise ValueError(f"percentile must be a number in 0..100, got {p!r}")
-    return round(x * 10_000)
 
 
 def check_capacity(name: str, value: object) -> int:
@@ -86,6 +40,11 @@ def check_capacity(name: str, value: object) -> int:
     return n
 
 
+def check_policy(policy: object) -> str:
+    """One of :data:`POLICIES`, else a ValueError naming it (the same words in both twins)."""
+    if policy not in POLICIES:
+        raise ValueError(f"policy must be one of {POLICIES}, got {policy!r}")
+    return str(policy)
 
 
 class PipelineInterrupted(KeyboardInterrupt):

@@ -10,7 +10,7 @@ from typing import Final
 
 import numpy as np
 
-from twinmatch.dtypes import EVENT_DTYPE
+from contract.dtypes import EVENT_DTYPE
 
 # --8<-- [start:reasons]
 # Reason codes: the number is what the C++ decoder returns, the name what ItchError.reason says.

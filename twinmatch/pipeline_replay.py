@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 from typing import Any, Final
 
-from twinmatch.itch_files import file_chunks, opened, peek
-from twinmatch.pipeline_contract import PipelineInterrupted
+from contract.itch_files import file_chunks, opened, peek
+from contract.pipeline import PipelineInterrupted
 from twinmatch.replay import FILLS_HEADER, SNIFF_BYTES, ReplayError, peak_rss_mb, sniff_head
 
 IMPLS: Final = ("naive", "optimized")

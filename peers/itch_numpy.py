@@ -12,9 +12,9 @@ from typing import Final
 
 import numpy as np
 
+from contract.dtypes import EVENT_DTYPE
+from contract.itch_errors import ItchError, byte_view
 from naive.itch import LENGTHS, tail_error
-from twinmatch.dtypes import EVENT_DTYPE
-from twinmatch.itch_errors import ItchError, byte_view
 
 __all__ = ["decode"]
 

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import IO, Final
 
-from twinmatch.itch_errors import ItchError
+from contract.itch_errors import ItchError
 
 # --8<-- [start:files]
 CHUNK_SIZE: Final = 8 << 20  # 8 MiB: large enough to amortize a call, small enough for cache

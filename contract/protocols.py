@@ -1,6 +1,6 @@
 """The contracts both twins satisfy, as typing.Protocols checked by mypy --strict.
 
-``tests/test_contracts.py`` assigns each twin's classes to these protocols, so a
+``tests/test_contract.py`` assigns each twin's classes to these protocols, so a
 renamed method or a changed signature in either twin is a type error.
 """
 

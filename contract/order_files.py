@@ -16,9 +16,9 @@ from typing import Final, cast
 
 import numpy as np
 
-from twinmatch.dtypes import LOBSTER_DTYPE
-from twinmatch.itch_errors import byte_view
-from twinmatch.itch_files import Source, opened, read_full
+from contract.dtypes import LOBSTER_DTYPE
+from contract.itch_errors import byte_view
+from contract.itch_files import Source, opened, read_full
 
 MAX_LINE: Final = 1 << 20  # bytes in one line, newline not counted: far above any real row
 READ_SIZE: Final = MAX_LINE  # a chunk never holds a whole line longer than MAX_LINE

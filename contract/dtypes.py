@@ -2,7 +2,9 @@
 
 The optimized twin reads and writes these arrays in C++ as plain structs, so each
 dtype fixes every field's offset and the record size; ``native/dtypes.hpp`` holds the
-matching C++ structs and ``static_assert``s the same offsets. Change both or neither.
+matching C++ structs and ``static_assert``s the same offsets. Change both or neither:
+tests/test_contract.py compares every layout and code here with the extension's own
+(``_native.contract_tables()``), and names the one that differs.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
-from twinmatch.itch_files import Source, opened, read_full
+from contract.itch_files import Source, opened, read_full
 
 
 class ChunkScanner(Protocol):

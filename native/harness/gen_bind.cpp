@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gen.hpp"
-#include "read_buffer.hpp"
+#include "../read_buffer.hpp"
 
 namespace nb = nanobind;
 using twinmatch::ReadBuffer;
