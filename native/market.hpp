@@ -70,7 +70,7 @@
 namespace twinmatch {
 
 // --8<-- [start:anomalies]
-// Anomaly kinds (book mode); the numbers are ANOMALIES' indices in twinmatch/dtypes.py.
+// Anomaly kinds (book mode); the numbers are ANOMALIES' indices in contract/dtypes.py.
 enum class Anomaly : std::uint8_t {
     UnknownRef = 0,     // E C X D U name no live order
     DuplicateRef = 1,   // A F U add a reference that is already live

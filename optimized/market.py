@@ -38,7 +38,7 @@ assert _native.MARKET_ANOMALY_KINDS == len(ANOMALIES), "native/market.hpp != dty
 
 
 def show_bytes(raw: bytes) -> str:
-    """Feed bytes as text by twinmatch.feed_text's rule, in C++ (native/feed_text.hpp)."""
+    """Feed bytes as text by contract.feed_text's rule, in C++ (native/feed_text.hpp)."""
     return str(_native.show_bytes(raw))
 
 

@@ -14,7 +14,7 @@ import pytest
 
 import naive.market
 import optimized.market
-from twinmatch.dtypes import EVENT_DTYPE
+from contract.dtypes import EVENT_DTYPE
 
 WINDOW_CAPS = (32, 1024, 131_072)
 
