@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -80,6 +81,115 @@ def best_time(fn: Callable[[], object], repeat: int = 5) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+# ---- performance labs: paired ratios, counted instructions, other builds ----------------
+
+# The same program without sanitizers (for valgrind, and for timing), and under
+# ThreadSanitizer (as `make sanitize-threads` builds the product's ring stress test).
+PLAIN_CXXFLAGS = ("-std=c++20", "-O2", "-g", "-Wall", "-Wextra")
+TSAN_CXXFLAGS = ("-std=c++20", "-O1", "-g", "-Wall", "-Wextra", "-fsanitize=thread")
+MIN_PAIRS = 11
+
+
+@dataclass(frozen=True)
+class Paired:
+    """A paired measurement: per-pair ratios (slow time / fast time), their median and
+    quartiles."""
+
+    ratios: tuple[float, ...]
+    median: float
+    q1: float
+    q3: float
+
+    def __str__(self) -> str:
+        return (f"{self.median:.2f}x (median of {len(self.ratios)} pairs, "
+                f"IQR {self.q1:.2f}-{self.q3:.2f})")
+
+
+def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    s = sorted(values)
+
+    def at(q: float) -> float:
+        pos = q * (len(s) - 1)
+        lo = int(pos)
+        hi = min(lo + 1, len(s) - 1)
+        return s[lo] + (s[hi] - s[lo]) * (pos - lo)
+
+    return at(0.25), at(0.5), at(0.75)
+
+
+def paired_ratio(fast: Callable[[], object], slow: Callable[[], object],
+                 pairs: int = MIN_PAIRS, warmup: int = 1) -> Paired:
+    """How many times faster ``fast`` is than ``slow``, by the book's paired protocol
+    (tests/bench/paired.py): a warm-up of each, then ``pairs`` (>= 11) interleaved pairs,
+    fast then slow, each timed on its own; the median of the per-pair ratios. A noisy
+    neighbour slows both halves of a pair together, and one hiccup spoils one pair, not
+    the median."""
+    if pairs < MIN_PAIRS:
+        raise ValueError(f"a paired ratio needs at least {MIN_PAIRS} pairs, got {pairs}")
+    for _ in range(warmup):
+        fast()
+        slow()
+    ratios = []
+    for _ in range(pairs):
+        t0 = time.perf_counter()
+        fast()
+        t1 = time.perf_counter()
+        slow()
+        t2 = time.perf_counter()
+        ratios.append((t2 - t1) / max(t1 - t0, 1e-9))
+    q1, median, q3 = _quartiles(ratios)
+    return Paired(tuple(ratios), median, q1, q3)
+
+
+def baseline_dir(checker_file: str) -> Path:
+    """The pristine copy of the starter (``baseline/`` beside the checker) that a speed
+    lab measures the learner's code against; tests/test_exercises.py keeps it equal to
+    the starter as shipped."""
+    return Path(checker_file).resolve().parent / "baseline"
+
+
+def load_baseline(checker_file: str, filename: str) -> ModuleType:
+    """Import the shipped starter's ``filename`` from baseline/ under a fresh name."""
+    path = baseline_dir(checker_file) / filename
+    name = f"_baseline_{path.stem}_{next(_counter)}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def instructions(exe: Path, stdin: str, timeout: float = 300.0) -> int:
+    """Instructions the program executes, counted by valgrind (cachegrind, no cache
+    simulation): the same number on a busy machine as on an idle one."""
+    valgrind = shutil.which("valgrind")
+    if valgrind is None:
+        raise RuntimeError("valgrind is not installed (make bench-deps installs it)")
+    out = exe.with_name(exe.name + f".cg.{next(_counter)}")
+    cmd = [valgrind, "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
+           str(exe)]
+    proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True,
+                          timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise AssertionError(f"{exe.name} under valgrind exited with {proc.returncode}:\n"
+                             f"{proc.stderr[-4000:]}")
+    for line in out.read_text().splitlines():
+        if line.startswith("summary:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no summary line in {out}")
+
+
+def run_tsan(exe: Path, stdin: str, timeout: float = 120.0) -> tuple[int, str, str]:
+    """Run a ThreadSanitizer build: (exit code, stdout, stderr). TSan prints
+    "WARNING: ThreadSanitizer: data race" and exits 66 when it saw one."""
+    env = dict(os.environ, TSAN_OPTIONS="exitcode=66 report_signal_unsafe=0")
+    proc = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True,
+                          timeout=timeout, env=env, check=False)
+    return proc.returncode, proc.stdout, proc.stderr
 
 
 # ---- the C++ exercises as a Python extension (exercises/native/) ------------------------
