@@ -119,13 +119,21 @@ def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
     return at(0.25), at(0.5), at(0.75)
 
 
+def _timed(fn: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    own = fn()
+    wall = time.perf_counter() - start
+    return own if isinstance(own, float) else wall
+
+
 def paired_ratio(fast: Callable[[], object], slow: Callable[[], object],
                  pairs: int = MIN_PAIRS, warmup: int = 1) -> Paired:
     """How many times faster ``fast`` is than ``slow``, by the book's paired protocol
     (tests/bench/paired.py): a warm-up of each, then ``pairs`` (>= 11) interleaved pairs,
     fast then slow, each timed on its own; the median of the per-pair ratios. A noisy
     neighbour slows both halves of a pair together, and one hiccup spoils one pair, not
-    the median."""
+    the median. A side that returns a float has timed itself (seconds, e.g. a loop timed
+    inside a C++ harness): that time is used instead of the call's wall time."""
     if pairs < MIN_PAIRS:
         raise ValueError(f"a paired ratio needs at least {MIN_PAIRS} pairs, got {pairs}")
     for _ in range(warmup):
@@ -133,12 +141,9 @@ def paired_ratio(fast: Callable[[], object], slow: Callable[[], object],
         slow()
     ratios = []
     for _ in range(pairs):
-        t0 = time.perf_counter()
-        fast()
-        t1 = time.perf_counter()
-        slow()
-        t2 = time.perf_counter()
-        ratios.append((t2 - t1) / max(t1 - t0, 1e-9))
+        fast_s = _timed(fast)
+        slow_s = _timed(slow)
+        ratios.append(slow_s / max(fast_s, 1e-9))
     q1, median, q3 = _quartiles(ratios)
     return Paired(tuple(ratios), median, q1, q3)
 
@@ -163,15 +168,17 @@ def load_baseline(checker_file: str, filename: str) -> ModuleType:
     return module
 
 
-def instructions(exe: Path, stdin: str, timeout: float = 300.0) -> int:
-    """Instructions the program executes, counted by valgrind (cachegrind, no cache
-    simulation): the same number on a busy machine as on an idle one."""
+def instructions(exe: Path, stdin: str, function: str | None = None,
+                 timeout: float = 300.0) -> int:
+    """Instructions the program executes (only inside ``function`` and what it calls, when
+    given: a name the harness keeps out of line, e.g. an ``extern "C"`` noinline one),
+    counted by valgrind's callgrind: the same number on a busy machine as on an idle one."""
     valgrind = shutil.which("valgrind")
     if valgrind is None:
         raise RuntimeError("valgrind is not installed (make bench-deps installs it)")
-    out = exe.with_name(exe.name + f".cg.{next(_counter)}")
-    cmd = [valgrind, "--tool=cachegrind", "--cache-sim=no", f"--cachegrind-out-file={out}",
-           str(exe)]
+    out = exe.with_name(exe.name + f".callgrind.{next(_counter)}")
+    cmd = [valgrind, "--tool=callgrind", f"--callgrind-out-file={out}",
+           *([f"--toggle-collect={function}"] if function else []), str(exe)]
     proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True,
                           timeout=timeout, check=False)
     if proc.returncode != 0:
