@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -22,6 +23,7 @@ from pathlib import Path
 from types import ModuleType
 
 ENV = "TWINMATCH_EXERCISE_DIR"
+_EXERCISES_DIR = Path(__file__).resolve().parent
 CXXFLAGS = ("-std=c++20", "-O2", "-g", "-Wall", "-Wextra",
             # Out-of-bounds reads and undefined behaviour stop the program with a report,
             # instead of passing by luck.
@@ -59,8 +61,25 @@ def compile_cpp(sources: Sequence[Path], include_dirs: Sequence[Path], out: Path
            *(f"-I{d}" for d in include_dirs), *map(str, sources), "-o", str(out)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
     if proc.returncode != 0:
-        raise AssertionError(f"compilation failed:\n$ {shlex.join(cmd)}\n{proc.stderr}")
+        which = _exercise_of([*sources, *include_dirs])
+        raise AssertionError(f"compilation failed{f' (exercise {which})' if which else ''}:"
+                             f"\n$ {shlex.join(cmd)}\n{proc.stderr}")
     return out
+
+
+def _exercise_of(paths: Sequence[Path]) -> str:
+    """The id ("NN_slug/name") of the exercise whose folder holds the first of ``paths``
+    that is inside exercises/ ("" if none is)."""
+    for path in paths:
+        try:
+            parts = Path(path).resolve().relative_to(_EXERCISES_DIR).parts
+        except ValueError:
+            continue
+        if parts and parts[0] == "solutions":
+            parts = parts[1:]
+        if len(parts) >= 2:
+            return f"{parts[0]}/{parts[1]}"
+    return ""
 
 
 def run_program(exe: Path, stdin: str, timeout: float = 60.0) -> str:
@@ -205,8 +224,11 @@ ROOT = Path(__file__).resolve().parent.parent
 EXERCISES = ROOT / "exercises"
 NATIVE_SOURCE = EXERCISES / "native"
 # The C++ exercises whose header the extension binds (exercises/native/exercises_bind.cpp).
-CPP_EXERCISES = ("01_order_book/bitset_scan", "02_boundary/op_record", "03_itch/wire_struct",
-                 "04_wire/udp_header", "06_pipeline/cached_ring")
+CPP_EXERCISES = ("01_order_book/bitset_scan", "01_order_book/node_align",
+                 "01_order_book/flat_levels", "02_boundary/op_record", "03_itch/wire_struct",
+                 "03_itch/frame_scan", "04_wire/udp_header", "05_many_books/ref_hash",
+                 "06_pipeline/cached_ring", "06_pipeline/memory_order",
+                 "06_pipeline/backpressure")
 BUILD_TIMEOUT = 900.0
 
 
@@ -248,9 +270,12 @@ def build_native(folders: dict[str, Path] | None = None, build_dir: Path | None 
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT,
                               stdin=subprocess.DEVNULL, check=False)
         if proc.returncode != 0:
+            output = proc.stdout + proc.stderr
+            broken = [ex for ex in CPP_EXERCISES if _has_error_in(output, chosen[ex])]
+            named = f" (the header of {', '.join(broken)})" if broken else ""
             raise NativeBuildError(
-                f"the C++ exercises' extension did not build ($ {shlex.join(cmd)}):\n"
-                + _compiler_errors(proc.stdout + proc.stderr))
+                f"the C++ exercises' extension did not build{named} "
+                f"($ {shlex.join(cmd)}):\n" + _compiler_errors(output))
     built = sorted(build_dir.glob("_exercises*.so")) + sorted(build_dir.glob("_exercises*.pyd"))
     if not built:
         raise NativeBuildError(f"no _exercises module in {build_dir} after the build")
@@ -271,6 +296,12 @@ def load_native(folders: dict[str, Path] | None = None, build_dir: Path | None =
     spec.loader.exec_module(module)
     sys.modules["_exercises"] = module
     return module
+
+
+def _has_error_in(output: str, folder: Path) -> bool:
+    """Whether the compiler reports an error at a file:line inside ``folder``."""
+    where = re.compile(re.escape(str(folder.resolve())) + r"/[^\s:/]+:\d+")
+    return any("error" in line and where.search(line) for line in output.splitlines())
 
 
 def _compiler_errors(output: str, lines: int = 60) -> str:

@@ -20,7 +20,7 @@ def simulate(service_ns: list[int], interval_ns: int) -> list[int]:
     """Start times first, then latencies: request i starts when it is due, or when
     request i - 1 finished."""
     starts: list[int] = []
-    for i, service in enumerate(service_ns):
+    for i in range(len(service_ns)):
         due = i * interval_ns
         starts.append(due if i == 0 else max(due, starts[-1] + service_ns[i - 1]))
     return [start + service - i * interval_ns
