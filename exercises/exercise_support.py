@@ -233,10 +233,10 @@ EXERCISES = ROOT / "exercises"
 NATIVE_SOURCE = EXERCISES / "native"
 # The C++ exercises whose header the extension binds (exercises/native/exercises_bind.cpp).
 CPP_EXERCISES = ("01_order_book/bitset_scan", "01_order_book/node_align",
-                 "01_order_book/flat_levels", "02_boundary/op_record", "03_itch/wire_struct",
-                 "03_itch/frame_scan", "04_wire/udp_header", "05_many_books/ref_hash",
-                 "06_pipeline/cached_ring", "06_pipeline/memory_order",
-                 "06_pipeline/backpressure")
+                 "01_order_book/flat_levels", "01_order_book/free_list",
+                 "02_boundary/op_record", "03_itch/wire_struct", "03_itch/frame_scan",
+                 "04_wire/udp_header", "05_many_books/ref_hash", "06_pipeline/cached_ring",
+                 "06_pipeline/memory_order", "06_pipeline/backpressure")
 BUILD_TIMEOUT = 900.0
 
 

@@ -24,6 +24,7 @@
 #include "cached_ring.hpp"  // exercises/06_pipeline/cached_ring/starter/
 #include "node_pool.hpp"    // exercises/01_order_book/node_align/starter/
 #include "flat_levels.hpp"  // exercises/01_order_book/flat_levels/starter/
+#include "order_pool.hpp"   // exercises/01_order_book/free_list/starter/
 #include "frame_scan.hpp"   // exercises/03_itch/frame_scan/starter/
 #include "ref_table.hpp"    // exercises/05_many_books/ref_hash/starter/
 #include "publish_ring.hpp" // exercises/06_pipeline/memory_order/starter/
@@ -127,6 +128,20 @@ std::tuple<std::uint64_t, std::uint64_t> node_pool_straddles(std::size_t capacit
         straddling += a / 64 != (a + sizeof(ex01::Node) - 1) / 64;
     }
     return {straddling, reinterpret_cast<std::uintptr_t>(pool.data()) % 64};
+}
+
+// 01_order_book/free_list: acquire a, b; release a; acquire c: is c a's node? (The
+// checker's harness also counts the allocations, which only a program of its own can.)
+bool order_pool_reuses() {
+    ex01::OrderPool pool;
+    ex01::Order* a = pool.acquire(1, 1);
+    ex01::Order* b = pool.acquire(2, 2);
+    pool.release(a);
+    ex01::Order* c = pool.acquire(3, 3);
+    const bool same = c == a;
+    pool.release(b);
+    pool.release(c);
+    return same;
 }
 
 // 01_order_book/flat_levels: the learner's Levels, with the header's preconditions (a
@@ -257,6 +272,8 @@ NB_MODULE(_exercises, ex) {
            "01_order_book/node_align: (nodes straddling two cache lines, pool start % 64) "
            "of a new pool.");
     ex.attr("NODE_SIZE") = sizeof(ex01::Node);
+    ex.def("order_pool_reuses", &order_pool_reuses,
+           "01_order_book/free_list: is the node released last the next one acquired?");
     nb::class_<LevelsPy>(ex, "Levels",
                          "01_order_book/flat_levels: one side's levels in [lo, lo + span).")
         .def(nb::init<std::uint32_t, std::uint32_t>(), nb::arg("lo"), nb::arg("span"))
