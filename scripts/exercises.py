@@ -169,7 +169,7 @@ def _tail(text: str, lines: int = 40) -> str:
 
 def cmd_list(exercises: list[Exercise]) -> int:
     for ex in exercises:
-        print(f"{ex.id:32} {ex.kind:6} {ex.title}")
+        print(f"{ex.id:34} {ex.kind:6} {ex.title}")
     return 0
 
 

@@ -36,6 +36,27 @@ def test_catalogue_is_not_empty_and_ids_unique() -> None:
     assert len(ids) == len(set(ids)), f"duplicate ids in exercises.toml: {ids}"
 
 
+def test_at_least_three_exercises_per_chapter() -> None:
+    """Chapters 1-7 each have three exercises or more (issue 17)."""
+    chapters = sorted(p.stem for p in (ROOT / "chapters").glob("0[1-7]-*.md"))
+    assert len(chapters) == 7, chapters
+    counts = {c: sum(ex.chapter == c for ex in EXERCISES) for c in chapters}
+    assert all(n >= 3 for n in counts.values()), counts
+
+
+def test_baselines_are_the_shipped_starters() -> None:
+    """A speed lab measures the learner's code against baseline/, a copy of the starter
+    as shipped: the two must not drift apart (run on a clean checkout)."""
+    with_baseline = [ex for ex in EXERCISES if (ex.folder / "baseline").is_dir()]
+    assert len(with_baseline) >= 5
+    for ex in with_baseline:
+        names = sorted(p.name for p in (ex.folder / "baseline").iterdir())
+        assert names == sorted(ex.starter), ex.id
+        for name in names:
+            assert (ex.folder / "baseline" / name).read_bytes() == \
+                (ex.starter_dir / name).read_bytes(), f"{ex.id}: baseline/{name} != starter"
+
+
 @pytest.mark.parametrize("ex", EXERCISES, ids=[ex.id for ex in EXERCISES])
 def test_checker_fails_starter_passes_solution(ex: object) -> None:
     found = SCRIPT.verify_one(ex)
@@ -62,6 +83,25 @@ except TypeError as exc:
 else:
     raise AssertionError("a uint64 array was taken for OPS_DTYPE records")
 print(bit, ex.RECORD_SIZE, ex.WIRE_REPLACE_SIZE)
+import struct
+straddling, start = ex.node_pool_straddles(64)
+levels = ex.Levels(100, 128)
+levels.add(150, 5); levels.add(200, 7); levels.remove(200, 7)
+assert (levels.best(), levels.at(150)) == (150, 5)
+try:
+    levels.remove(150, 6)
+except ValueError:
+    pass
+else:
+    raise AssertionError("removing more than rests was not refused")
+add = struct.pack(">H", 36) + b"A" + bytes(19) + struct.pack(">I", 42) + bytes(12)
+assert ex.frame_scan(add + b"\\x00") == (1, 1, 42, 0, 38)
+inserted, probes = ex.ref_table_probes(np.arange(1, 1001, dtype=np.uint64) << np.uint64(12), 4096)
+received, in_order, intact = ex.publish_ring_stress(10000, 8)
+assert received == 10000
+accepted, popped, fill_in_order = ex.fill_ring_fill(8, 20)
+print(ex.NODE_SIZE, straddling, start, inserted, probes < 3000, accepted, popped, fill_in_order,
+      ex.order_pool_reuses())
 """
 
 
@@ -73,7 +113,9 @@ def test_exercise_extension_builds_and_runs(solution: bool) -> None:
                             capture_output=True, text=True, cwd=ROOT, timeout=880)
     assert result.returncode == 0, result.stdout + result.stderr
     if solution:  # the reference answers
-        assert result.stdout.split() == ["69", "32", "35"]
+        assert result.stdout.split() == ["69", "32", "35",
+                                         "32", "0", "0", "1000", "True", "8", "8", "True",
+                                         "True"]
 
 
 def test_product_does_not_compile_the_exercises() -> None:
@@ -102,7 +144,7 @@ def test_broken_starter_breaks_only_its_exercise(tmp_path: Path) -> None:
 
     outcome = SCRIPT.run_checker(ex, broken)
     assert outcome.failed_tests, outcome.output  # pytest ran and failed: not a crash
-    assert "compilation failed" in outcome.output
+    assert "compilation failed (exercise 02_boundary/op_record)" in outcome.output
     assert "op_record.hpp" in outcome.output and "error" in outcome.output
 
     sys.path.insert(0, str(ROOT / "exercises"))
@@ -110,5 +152,6 @@ def test_broken_starter_breaks_only_its_exercise(tmp_path: Path) -> None:
         exercise_support = importlib.import_module("exercise_support")
     finally:
         sys.path.remove(str(ROOT / "exercises"))
-    with pytest.raises(exercise_support.NativeBuildError, match=r"op_record\.hpp:\d+"):
+    with pytest.raises(exercise_support.NativeBuildError, match=r"op_record\.hpp:\d+") as err:
         exercise_support.build_native({ex.id: broken})
+    assert "the header of 02_boundary/op_record" in str(err.value)
