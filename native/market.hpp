@@ -60,12 +60,6 @@
 #include "feed_text.hpp"
 #include "itch.hpp"
 
-// The look-ahead distances of the message loop's prefetching (Market::hint_*).
-#ifndef TWINMATCH_LA_NEXT
-#define TWINMATCH_LA_NEXT 0
-#define TWINMATCH_LA_NEAR 2
-#define TWINMATCH_LA_FAR 5
-#endif
 
 namespace twinmatch {
 
@@ -647,11 +641,9 @@ public:
     void run(const ItchEvent* ev, std::size_t n, std::vector<FillRecord>& fills) {
         applied_ = 0;
         for (std::size_t k = 0; k < n; ++k) {
-            if (lookahead_) {  // the same hints as run_itch's (lookahead below)
-                if constexpr (kNext > 0)
-                    if (k + kNext < n) hint_next(ev[k + kNext]);
-                if (k + kNear < n) hint_near(ev[k + kNear]);
-                if (k + kFar < n) hint_far(ev[k + kFar]);
+            if (lookahead_) {  // prefetch for the events ahead (lookahead, below)
+                if (k + kAhead < n) hint_slot(ahead_of(ev[k + kAhead]));
+                if (k + kNode < n) hint_node(ahead_of(ev[k + kNode]));
             }
             apply(ev[k], static_cast<std::uint32_t>(k), fills);
             applied_ = k + 1;
@@ -675,21 +667,23 @@ public:
         std::size_t off = 0;
         std::uint32_t k = 0;
         ItchEvent e;
-        // Look-ahead cursors: the messages kNext, kNear and kFar records ahead (see hint_*).
-        std::size_t next = off, near = off, far = off;
-        if (lookahead_) {
-            for (int i = 0; i < kNext; ++i) skip(buf, n, next);
-            for (int i = 0; i < kNear; ++i) skip(buf, n, near);
-            for (int i = 0; i < kFar; ++i) skip(buf, n, far);
-        }
+        // Look-ahead (below): a cursor kAhead records ahead, and a ring of what the last
+        // eight records ahead asked for, by record number.
+        std::size_t cursor = off;
+        std::uint32_t ahead = 0;  // the cursor's record number (this call's records from 0)
+        std::array<Ahead, 8> ring{};
+        if (lookahead_)
+            for (; ahead < kAhead; ++ahead) {
+                ring[ahead] = ahead_of(next_record(buf, n, cursor));
+                hint_slot(ring[ahead]);
+            }
         while (n - off >= 2) {
-            if (lookahead_) {
-                if constexpr (kNext > 0) hint_next(framed(buf, n, next));
-                hint_near(framed(buf, n, near));
-                hint_far(framed(buf, n, far));
-                if constexpr (kNext > 0) skip(buf, n, next);
-                skip(buf, n, near);
-                skip(buf, n, far);
+            if (lookahead_) {  // record `ahead` is kAhead past this one
+                const Ahead a = ahead_of(next_record(buf, n, cursor));
+                ring[ahead & 7] = a;
+                hint_slot(a);
+                hint_node(ring[(ahead - (kAhead - kNode)) & 7]);
+                ++ahead;
             }
             const std::size_t len = itch::be16(buf + off);
             if (len == 0) {
@@ -726,104 +720,84 @@ public:
 
     // --8<-- [start:lookahead]
     // Software prefetching. A message's cost is mostly waiting for memory: the slot of its
-    // reference, then the order node the slot names, then the order's level and queue
-    // neighbours; each address is known only when the load before it arrives. While one
-    // message is applied, the loop asks for the lines of the messages after it, one step of
-    // that chain per message: kFar records ahead the reference's slot (an add: its locate's
-    // lines), kNear ahead the order node (an add: its level), kNext ahead the level and the
-    // neighbours. By the time a message is applied its lines are on their way or there.
-    // Hints only: a prefetch never faults and changes nothing, and every address is
-    // computed with the same bounds checks as a lookup (a stale or unknown reference just
-    // prefetches a line in vain).
-    // On by default; set_lookahead(false) turns it off (for the benchmark that shows what
-    // it buys: one predictable branch per message).
-    static constexpr int kNext = TWINMATCH_LA_NEXT, kNear = TWINMATCH_LA_NEAR, kFar = TWINMATCH_LA_FAR;
+    // reference, then the order node the slot names; each address is known only when the
+    // load before it arrives. While one message is applied, the loop asks for the slot of
+    // the reference kAhead records ahead (an add: its locate's two lines), and for the
+    // order node (an add: its level) of the record kNode ahead, whose slot has had
+    // kAhead - kNode messages' time to arrive. Hints only: a prefetch never faults and
+    // changes nothing, and every address comes from a lookup with its usual bounds checks
+    // (a stale or unknown reference prefetches a line in vain). On by default;
+    // set_lookahead(false) turns it off, for the benchmark that shows what it buys.
+    static constexpr unsigned kAhead = 4, kNode = 2;
+    static_assert(kNode < kAhead && kAhead < 8, "the ring below holds 8 records");
 
-    // Step a look-ahead cursor over one record; at a partial or malformed record it stops
-    // at n (the message loop is the one that reports errors).
-    [[gnu::always_inline]] static void skip(const std::uint8_t* buf, std::size_t n, std::size_t& c) {
-        if (n - c < 2) { c = n; return; }
+    // What a record ahead asks for: its kind (0 nothing, 1 a reference, 2 an add) and key.
+    struct Ahead {
+        std::uint64_t key;  // the reference, or an add's locate << 33 | side << 32 | price
+        std::uint8_t kind;
+    };
+    static constexpr std::array<std::uint8_t, 256> kKind = [] {
+        std::array<std::uint8_t, 256> t{};
+        for (std::uint8_t c : {'E', 'C', 'X', 'D', 'U'}) t[c] = 1;
+        t['A'] = t['F'] = 2;
+        return t;
+    }();
+
+    // The record at cursor c (nullptr unless it is whole and of its type's length, so the
+    // fields read below are inside it); c moves to the next record (to n at a partial or
+    // malformed one: the message loop is the one that reports errors).
+    [[gnu::always_inline]] static const std::uint8_t* next_record(const std::uint8_t* buf,
+                                                                  std::size_t n, std::size_t& c) {
+        if (n - c < 3) {
+            c = n;
+            return nullptr;
+        }
         const std::size_t len = itch::be16(buf + c);
-        c = (len == 0 || n - c - 2 < len) ? n : c + 2 + len;
-    }
-    // The message at cursor c if its length is its type's (so every field read below is
-    // inside it), else a message of no type (the hints skip it).
-    [[gnu::always_inline]] static const std::uint8_t* framed(const std::uint8_t* buf,
-                                                             std::size_t n, std::size_t c) {
-        static constexpr std::uint8_t kNone[1] = {0};
-        if (n - c < 3) return kNone;
-        const std::size_t len = itch::be16(buf + c);
+        if (len == 0 || n - c - 2 < len) {
+            c = n;
+            return nullptr;
+        }
         const std::uint8_t* msg = buf + c + 2;
-        return len != 0 && n - c - 2 >= len && itch::kLength[msg[0]] == len ? msg : kNone;
+        c += 2 + len;
+        return itch::kLength[msg[0]] == len ? msg : nullptr;
     }
-    static bool has_ref(std::uint8_t type) {
-        return type == 'E' || type == 'C' || type == 'X' || type == 'D' || type == 'U';
+    [[gnu::always_inline]] static Ahead ahead_of(const std::uint8_t* msg) {
+        if (msg == nullptr) return Ahead{0, 0};
+        const std::uint8_t kind = kKind[msg[0]];
+        if (kind == 1) return Ahead{itch::be64(msg + 11), 1};
+        if (kind == 2)
+            return Ahead{(std::uint64_t(itch::be16(msg + 1)) << 33) |
+                         (std::uint64_t(msg[19] == 'S') << 32) | itch::be32(msg + 32), 2};
+        return Ahead{0, 0};
     }
-    [[gnu::always_inline]] void hint_far(const std::uint8_t* msg) const {
-        const std::uint8_t type = msg[0];
-        if (has_ref(type)) return refs_.prefetch(itch::be64(msg + 11));
-        if (type == 'A' || type == 'F') {
-            const Locate& l = loc_[itch::be16(msg + 1)];
+    [[gnu::always_inline]] static Ahead ahead_of(const ItchEvent& e) {
+        const std::uint8_t kind = kKind[e.type];
+        if (kind == 1) return Ahead{e.order_ref, 1};
+        if (kind == 2)
+            return Ahead{(std::uint64_t(e.locate) << 33) | (std::uint64_t(e.side == 'S') << 32) |
+                         e.price, 2};
+        return Ahead{0, 0};
+    }
+    // Stage 1 (kAhead records ahead): the reference's slot, or the add's locate lines.
+    [[gnu::always_inline]] void hint_slot(const Ahead& a) const {
+        if (a.kind == 1) return refs_.prefetch(a.key);
+        if (a.kind == 2) {
+            const Locate& l = loc_[a.key >> 33];
             __builtin_prefetch(&l.s, 1);
-            __builtin_prefetch(&l.side[msg[19] == 'S'], 1);
+            __builtin_prefetch(&l.side[(a.key >> 32) & 1], 1);
         }
     }
-    [[gnu::always_inline]] void hint_near(const std::uint8_t* msg) const {
-        const std::uint8_t type = msg[0];
-        if (has_ref(type)) {
-            const std::uint32_t i = refs_.find(itch::be64(msg + 11));
+    // Stage 2 (kNode records ahead): the order node the slot names, or the add's level.
+    [[gnu::always_inline]] void hint_node(const Ahead& a) const {
+        if (a.kind == 1) {
+            if (a.key >= RefIndex::kDirect) return;
+            const std::uint32_t i = refs_.find(a.key);
             if (i != RefIndex::kAbsent) orders_.prefetch(i);
-        } else if (type == 'A' || type == 'F') {
-            const SideBook& sb = loc_[itch::be16(msg + 1)].side[msg[19] == 'S'];
-            const std::uint32_t k = sb.slot(itch::be32(msg + 32));
+        } else if (a.kind == 2) {
+            const SideBook& sb = loc_[a.key >> 33].side[(a.key >> 32) & 1];
+            const std::uint32_t k = sb.slot(static_cast<std::uint32_t>(a.key));
             if (k < sb.n) __builtin_prefetch(&sb.lv[k], 1);
         }
-    }
-    [[gnu::always_inline]] void hint_next(const std::uint8_t* msg) const {
-        const std::uint8_t type = msg[0];
-        if (has_ref(type)) {
-            const std::uint32_t i = refs_.find(itch::be64(msg + 11));
-            if (i == RefIndex::kAbsent) return;
-            const MarketOrder& o = orders_[i];
-            const SideBook& sb = loc_[o.locate].side[o.side & 1];
-            const std::uint32_t k = sb.slot(o.price);
-            if (k < sb.n) __builtin_prefetch(&sb.lv[k], 1);
-            if (o.next != kNil) orders_.prefetch(o.next);
-            if (o.prev != kNil) orders_.prefetch(o.prev);
-        } else if (type == 'A' || type == 'F') {
-            const SideBook& sb = loc_[itch::be16(msg + 1)].side[msg[19] == 'S'];
-            const std::uint32_t k = sb.slot(itch::be32(msg + 32));
-            if (k < sb.n && sb.lv[k].tail != kNil) orders_.prefetch(sb.lv[k].tail);
-        }
-    }
-    // The same hints for an event decoded already (run()).
-    [[gnu::always_inline]] void hint_far(const ItchEvent& e) const {
-        if (has_ref(e.type)) return refs_.prefetch(e.order_ref);
-        if (e.type == 'A' || e.type == 'F') {
-            const Locate& l = loc_[e.locate];
-            __builtin_prefetch(&l.s, 1);
-            __builtin_prefetch(&l.side[e.side == 'S'], 1);
-        }
-    }
-    [[gnu::always_inline]] void hint_near(const ItchEvent& e) const {
-        if (has_ref(e.type)) {
-            const std::uint32_t i = refs_.find(e.order_ref);
-            if (i != RefIndex::kAbsent) orders_.prefetch(i);
-        } else if (e.type == 'A' || e.type == 'F') {
-            const SideBook& sb = loc_[e.locate].side[e.side == 'S'];
-            const std::uint32_t k = sb.slot(e.price);
-            if (k < sb.n) __builtin_prefetch(&sb.lv[k], 1);
-        }
-    }
-    [[gnu::always_inline]] void hint_next(const ItchEvent& e) const {
-        if (!has_ref(e.type)) return;
-        const std::uint32_t i = refs_.find(e.order_ref);
-        if (i == RefIndex::kAbsent) return;
-        const MarketOrder& o = orders_[i];
-        const SideBook& sb = loc_[o.locate].side[o.side & 1];
-        const std::uint32_t k = sb.slot(o.price);
-        if (k < sb.n) __builtin_prefetch(&sb.lv[k], 1);
-        if (o.next != kNil) orders_.prefetch(o.next);
     }
     // --8<-- [end:lookahead]
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from exercise_support import load_baseline, load_module, paired_ratio
 
-from twinmatch.dtypes import FILL_DTYPE, OPS_DTYPE
+from contract.dtypes import FILL_DTYPE, OPS_DTYPE
 
 MIN_SPEEDUP = 3.0
 N = 40_000

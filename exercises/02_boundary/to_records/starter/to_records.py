@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from twinmatch.dtypes import FILL_DTYPE, OPS_DTYPE
+from contract.dtypes import FILL_DTYPE, OPS_DTYPE
 
 # A row: (order_id, op, side, price, qty), as a CSV reader or a test might produce them.
 Row = tuple[int, int, int, int, int]

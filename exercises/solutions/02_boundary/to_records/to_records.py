@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from twinmatch.dtypes import FILL_DTYPE, OPS_DTYPE
+from contract.dtypes import FILL_DTYPE, OPS_DTYPE
 
 Row = tuple[int, int, int, int, int]
 FillTuple = tuple[int, int, int, int, int]
