@@ -173,9 +173,13 @@ struct CallSink {  // a per-call method's: the fills of one operation
 // `at` is the index of the op being applied: if one throws (the book is full), the ops
 // before it are applied, and their fills and rejects are in the vectors; the op itself
 // changed nothing.
+// (Always inlined into its caller, the exported per-book function below, so that the
+// function scripts/asm.py disassembles is the loop itself.)
 template <class B>
-void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord>& fills,
-             std::vector<RejectRecord>& rejects, std::uint32_t& at) {
+[[gnu::always_inline]] inline void run_ops(B& book, const OpRecord* ops, std::size_t n,
+                                           std::vector<FillRecord>& fills,
+                                           std::vector<RejectRecord>& rejects,
+                                           std::uint32_t& at) {
     // How far ahead to prefetch an id's hash slot: far enough for a load from memory
     // to arrive, near enough that the line is still cached when the op comes round.
     // Then, kNodeAhead ops ahead, the order node that slot points to, and kNextAhead
@@ -275,6 +279,47 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
 }
 // --8<-- [end:apply_loop]
 
+}  // namespace
+
+// The batch loop of each of chapter 1's book steps, under a plain exported name: the
+// module is stripped of its symbol table, and scripts/asm.py finds these (and the
+// anchors in native/asm_anchors.cpp) in the dynamic symbol table to disassemble them for
+// the book. apply() calls them (once per batch), so the listing is the loop that runs.
+#define TWINMATCH_EXPORT extern "C" __attribute__((visibility("default"), noinline))
+#define TWINMATCH_RUN_OPS(N)                                                                   \
+    TWINMATCH_EXPORT void twinmatch_book_step##N##_run_ops(                                   \
+        BasicBook<kBookSteps[N].steps>& book, const OpRecord* ops, std::size_t n,              \
+        std::vector<FillRecord>& fills, std::vector<RejectRecord>& rejects, std::uint32_t& at) { \
+        run_ops(book, ops, n, fills, rejects, at);                                             \
+    }
+TWINMATCH_RUN_OPS(0)
+TWINMATCH_RUN_OPS(1)
+TWINMATCH_RUN_OPS(2)
+TWINMATCH_RUN_OPS(3)
+TWINMATCH_RUN_OPS(4)
+TWINMATCH_RUN_OPS(5)
+static_assert(kBookStepCount == 6, "one TWINMATCH_RUN_OPS line per step");
+static_assert(std::is_same_v<BasicBook<kBookSteps[5].steps>, Book>);
+
+namespace {
+
+// The loop for a book type: a step's exported one, or (MapBook) the template itself.
+template <class B>
+void run_loop(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord>& fills,
+              std::vector<RejectRecord>& rejects, std::uint32_t& at) {
+#define TWINMATCH_STEP_CASE(N)                                                                 \
+    if constexpr (std::is_same_v<B, BasicBook<kBookSteps[N].steps>>)                           \
+        return twinmatch_book_step##N##_run_ops(book, ops, n, fills, rejects, at);
+    TWINMATCH_STEP_CASE(0)
+    TWINMATCH_STEP_CASE(1)
+    TWINMATCH_STEP_CASE(2)
+    TWINMATCH_STEP_CASE(3)
+    TWINMATCH_STEP_CASE(4)
+    TWINMATCH_STEP_CASE(5)
+#undef TWINMATCH_STEP_CASE
+    run_ops(book, ops, n, fills, rejects, at);
+}
+
 // The caller's OPS_DTYPE array, held for the duration of a batch (the naive twin's
 // checks, through the same function: see RecordsView), as OpRecords.
 struct OpsView {
@@ -342,7 +387,7 @@ double run_batch(Bound<B>& b, const OpsView& ops) {
     try {
         nb::gil_scoped_release nogil;
         auto t0 = std::chrono::steady_clock::now();
-        run_ops(b.book, ops.ops, ops.n, b.fills, b.rejects, at);
+        run_loop(b.book, ops.ops, ops.n, b.fills, b.rejects, at);
         took = std::chrono::steady_clock::now() - t0;
     } catch (const std::bad_alloc& e) {  // BookFull, or memory ran out while growing
         b.busy = false;
@@ -538,6 +583,22 @@ static PyObject* define_class(nb::module_& m, const char* name, const char* sour
     return cls.release().ptr();
 }
 
+// One of chapter 1's steps as the Python class BookStep<I>.
+template <std::size_t I>
+void bind_step(nb::module_& m) {
+    using B = BasicBook<kBookSteps[I].steps>;
+    static_assert(!std::is_same_v<B, Book>, "the last step is Book itself");
+    static const std::string name = "BookStep" + std::to_string(I);
+    static const std::string doc = std::string("Chapter 1, step ") + std::to_string(I) + " (" +
+                                   kBookSteps[I].name + "): Book without the later steps' "
+                                   "decisions; this step adds " + kBookSteps[I].adds + ".";
+    nb::class_<Bound<B>> cls(m, name.c_str(), doc.c_str());
+    cls.def(nb::init<std::uint64_t, std::uint32_t, std::uint32_t>(),
+            "window_levels"_a = B::kDefaultWindow, "initial_orders"_a = B::kDefaultOrders,
+            "max_orders"_a = B::kMaxOrders);
+    bind_api<B>(cls);
+}
+
 void register_book(nb::module_& m) {
     nb::enum_<Side>(m, "Side", nb::is_arithmetic(), "Order side: BUY = 0, SELL = 1.")
         .value("BUY", Side::Buy)
@@ -677,6 +738,25 @@ void register_book(nb::module_& m) {
             "hash_home", [](Bound<Book>& b, std::uint64_t id) { return b.idle().hash_home(id); },
             "order_id"_a, "The id's home slot in the current id hash table (for tests).");
     bind_api<Book>(book);
+
+    // Chapter 1's steps (kBookSteps): BookStep0 .. BookStep4, the book compiled with the
+    // first decisions only, same API and same results; the last step is Book itself.
+    bind_step<0>(m);
+    bind_step<1>(m);
+    bind_step<2>(m);
+    bind_step<3>(m);
+    bind_step<4>(m);
+    static_assert(kBookStepCount == 6, "one bind_step line per step but the last (Book)");
+    m.def(
+        "book_steps",
+        [] {
+            std::vector<std::tuple<std::string, std::string>> out;
+            for (const BookStep& s : kBookSteps) out.emplace_back(s.name, s.adds);
+            return out;
+        },
+        nb::sig("def book_steps() -> list[tuple[str, str]]"),
+        "Chapter 1's steps in order as (name, what the step adds); step i is BookStep<i>,\n"
+        "the last one is Book.");
 
     nb::class_<Bound<MapBook>> map_book(
         m, "MapBook", "The std::map / std::list / std::unordered_map baseline, same API.");
