@@ -592,10 +592,12 @@ struct DepthRow {
     std::uint32_t count;
 };
 
+// --8<-- [start:basic_book]
 // Steps: which of chapter 1's decisions this book is compiled with (see step::).
 template <std::uint32_t Steps = step::kAll>
 class BasicBook {
     static constexpr bool has(std::uint32_t s) { return (Steps & s) != 0; }
+    // --8<-- [end:basic_book]
 
 public:
     static constexpr std::uint32_t kSteps = Steps;
@@ -1258,6 +1260,7 @@ private:
         return left;
     }
 
+    // --8<-- [start:remove]
     // Unlink a resting order (node i, whose id is in hash slot `slot`) from its level's
     // FIFO and forget it.
     [[gnu::always_inline]] void remove(std::uint32_t i, std::uint64_t slot) {
@@ -1285,6 +1288,7 @@ private:
         ids_.erase_at(slot);  // the slot the caller's lookup found: no second probe
         pool_.release(i);
     }
+    // --8<-- [end:remove]
 
     std::uint64_t window_;
     std::uint64_t base_ = 0;  // price of levels_[0]; 0 until the first order arrives

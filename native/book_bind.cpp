@@ -590,8 +590,9 @@ void bind_step(nb::module_& m) {
     static_assert(!std::is_same_v<B, Book>, "the last step is Book itself");
     static const std::string name = "BookStep" + std::to_string(I);
     static const std::string doc = std::string("Chapter 1, step ") + std::to_string(I) + " (" +
-                                   kBookSteps[I].name + "): Book without the later steps' "
-                                   "decisions; this step adds " + kBookSteps[I].adds + ".";
+                                   kBookSteps[I].name + "): Book with only its first " +
+                                   std::to_string(I) + " decisions; same API and results.\n" +
+                                   "The step's decision: " + kBookSteps[I].adds + ".";
     nb::class_<Bound<B>> cls(m, name.c_str(), doc.c_str());
     cls.def(nb::init<std::uint64_t, std::uint32_t, std::uint32_t>(),
             "window_levels"_a = B::kDefaultWindow, "initial_orders"_a = B::kDefaultOrders,

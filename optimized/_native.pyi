@@ -151,7 +151,8 @@ class Book:
 
 class BookStep0:
     """
-    Chapter 1, step 0 (flat): Book without the later steps' decisions; this step adds a flat array of levels, the best price found by scanning it.
+    Chapter 1, step 0 (flat): Book with only its first 0 decisions; same API and results.
+    The step's decision: a flat array of levels, the best price found by scanning it.
     """
 
     def __init__(
@@ -214,7 +215,8 @@ class BookStep0:
 
 class BookStep1:
     """
-    Chapter 1, step 1 (bitset): Book without the later steps' decisions; this step adds the best price found by descending a bitset.
+    Chapter 1, step 1 (bitset): Book with only its first 1 decisions; same API and results.
+    The step's decision: the best price found by descending a bitset.
     """
 
     def __init__(
@@ -277,7 +279,8 @@ class BookStep1:
 
 class BookStep2:
     """
-    Chapter 1, step 2 (warm-nodes): Book without the later steps' decisions; this step adds the node freed last is the next one handed out.
+    Chapter 1, step 2 (warm-nodes): Book with only its first 2 decisions; same API and results.
+    The step's decision: the node freed last is the next one handed out.
     """
 
     def __init__(
@@ -340,7 +343,8 @@ class BookStep2:
 
 class BookStep3:
     """
-    Chapter 1, step 3 (fingerprints): Book without the later steps' decisions; this step adds id-hash probes compare a fingerprint before reading a node.
+    Chapter 1, step 3 (fingerprints): Book with only its first 3 decisions; same API and results.
+    The step's decision: id-hash probes compare a fingerprint before reading a node.
     """
 
     def __init__(
@@ -403,7 +407,8 @@ class BookStep3:
 
 class BookStep4:
     """
-    Chapter 1, step 4 (branch-free): Book without the later steps' decisions; this step adds side keys and queue unlinking without branches.
+    Chapter 1, step 4 (branch-free): Book with only its first 4 decisions; same API and results.
+    The step's decision: side keys and queue unlinking without branches.
     """
 
     def __init__(

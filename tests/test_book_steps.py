@@ -9,6 +9,10 @@ and a realistic flow, must give every step the naive twin's fills, rejects and b
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,6 +28,7 @@ from tests.test_book_differential_native import BATCH_OP, STREAMS, call, normali
 from twinmatch.dtypes import OPS_DTYPE
 
 STEPS = range(len(BOOK_STEPS))
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def step_books() -> list[Any]:
@@ -118,3 +123,46 @@ def test_scan_without_bitset_finds_the_next_level() -> None:
         book.cancel(2)
         book.cancel(12)
         assert book.best_bid() is None and book.best_ask() is None, BOOK_STEPS[i][0]
+
+
+def test_figures_ablation_table(tmp_path: Path) -> None:
+    """scripts/figures.py turns the ablation records into the chapter's table: steps in
+    order, each against the one before (paired), the cumulative effect, the counts."""
+    spec = importlib.util.spec_from_file_location("tm_figures_steps",
+                                                  ROOT / "scripts" / "figures.py")
+    assert spec is not None and spec.loader is not None
+    figures = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = figures  # dataclasses look their module up there
+    spec.loader.exec_module(figures)
+    benches: list[dict[str, Any]] = []
+    for i, (name, adds) in enumerate(BOOK_STEPS):
+        info = {"ops": 1000, "step": i, "step_name": name, "adds": adds,
+                "includes": "the loop", "impl": f"step{i}-cpp"}
+        if i == 2:
+            info["valgrind"] = {"Ir": 123.0, "D1": 0.5, "LL": 0.25}
+        benches.append({"group": "book-ablation", "name": f"test_ablation[step{i}-cpp]",
+                        "params": {"impl": f"step{i}-cpp"},
+                        "stats": {"median": 1e-3 / (i + 1), "rounds": 3},
+                        "extra_info": info})
+        if i:
+            benches.append({"group": "paired", "name": f"test_paired_ablation_step[{i}]",
+                            "params": {"step": i}, "stats": {"median": 1.0, "rounds": 3},
+                            "extra_info": {"paired": {"key": f"book-step-{name}",
+                                                      "median": 1.5, "q1": 1.25, "q3": 1.75,
+                                                      "pairs": 21}}})
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"benchmarks": benches}), encoding="utf-8")
+    chapters = tmp_path / "chapters"
+    chapters.mkdir()
+    (chapters / "x.md").write_text('--8<-- "chapters/generated/book-ablation-table.md"\n'
+                                   "![s](generated/book-ablation-steps.svg)\n", "utf-8")
+    out = tmp_path / "generated"
+    assert figures.generate(run, out, chapters) == []
+    table = (out / "book-ablation-table.md").read_text(encoding="utf-8")
+    rows = [line for line in table.splitlines() if line.startswith("<tr><th scope")]
+    assert [r.split("</th>")[0].split(">")[-1] for r in rows] == [
+        f"{i}. {name}" for i, (name, _) in enumerate(BOOK_STEPS)]
+    assert "1.5× <small>(IQR 1.2×–1.8×, 21 pairs)" in rows[1]
+    assert rows[-1].count("6.0×") == 1  # step 0's median over the last step's
+    assert "123, 0.50 / 0.25" in rows[2] and "not counted" in rows[1]
+    assert (out / "book-ablation-steps.svg").read_text(encoding="utf-8").startswith("<?xml")
