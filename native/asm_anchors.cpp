@@ -10,6 +10,7 @@
 
 #include "book.hpp"
 #include "itch.hpp"
+#include "ring.hpp"
 
 #define TWINMATCH_ANCHOR extern "C" __attribute__((visibility("default"), noinline, used))
 
@@ -44,4 +45,15 @@ TWINMATCH_ANCHOR int twinmatch_asm_cancel_branchy(BeforeBranchFree& b, std::uint
 TWINMATCH_ANCHOR int twinmatch_asm_cancel_branch_free(twinmatch::Book& b, std::uint64_t id,
                                                       std::uint64_t& removed) {
     return static_cast<int>(b.cancel(id, removed));
+}
+
+// Chapter 6: the SPSC ring's push and pop (native/ring.hpp), for 8-byte items: what the
+// acquire loads and release stores compile to.
+TWINMATCH_ANCHOR bool twinmatch_asm_ring_push(twinmatch::SpscRing<std::uint64_t>& ring,
+                                              std::uint64_t item) {
+    return ring.try_push(item);
+}
+TWINMATCH_ANCHOR bool twinmatch_asm_ring_pop(twinmatch::SpscRing<std::uint64_t>& ring,
+                                             std::uint64_t& item) {
+    return ring.try_pop(item);
 }

@@ -336,6 +336,7 @@ struct OpsView {
     }
 };
 
+// --8<-- [start:into_numpy]
 // Hand the records in `v` to numpy without copying: the vector moves into a capsule
 // that the array owns, so the fills of a big batch are written once, not twice (a copy
 // of a fresh array also pays a page fault per 4 KB of it). `v` is left empty; the next
@@ -351,6 +352,7 @@ nb::object into_numpy(std::vector<T>& v, const char* dtype_name) {
         reinterpret_cast<std::uint8_t*>(owned->data()), {owned->size() * sizeof(T)}, owner);
     return nb::cast(bytes).attr("view")(dtype);
 }
+// --8<-- [end:into_numpy]
 
 // --8<-- [start:book_full]
 // BookFull(message), with .index (the op that could not be applied) and .fills and

@@ -64,6 +64,11 @@ LISTINGS = (
             "Book::cancel(): hash probe, unlink from the level's queue, free the node "
             "(the part around the unlink's two link choices)",
             focus=r"cmp\s+\w+,\s*0xffffffff", occurrence=2),
+    Listing("ring-push", "twinmatch_asm_ring_push",
+            "SpscRing<std::uint64_t>::try_push() (native/ring.hpp): relaxed and acquire "
+            "loads, the slot store, the release store of tail"),
+    Listing("ring-pop", "twinmatch_asm_ring_pop",
+            "SpscRing<std::uint64_t>::try_pop(): the same from the consumer's side"),
     Listing("book-apply-loop", "twinmatch_book_step5_run_ops",
             "the batch loop of Book::apply() (run_ops in native/book_bind.cpp), around its "
             "first prefetch",
@@ -75,6 +80,8 @@ STEP_SYMBOL = "twinmatch_book_step{}_run_ops"
 BRANCH = re.compile(r"^j(?!mp)[a-z]+$")   # conditional jumps: je, jne, jb, ...
 CMOV = re.compile(r"^cmov[a-z]+$")
 PREFETCH = re.compile(r"^prefetch")
+# What objdump shows for the alignment padding between blocks: no-ops, not counted.
+PADDING = re.compile(r"^(nop|xchg ax,ax$|data16|cs nop)")
 SINGULAR = {"instructions": "instruction", "conditional branches": "conditional branch",
             "conditional moves": "conditional move", "prefetches": "prefetch"}
 
@@ -126,8 +133,8 @@ def disassemble(lib: Path, address: int, size: int) -> list[tuple[str, str]]:
 
 
 def counts(code: list[tuple[str, str]]) -> dict[str, int]:
-    mnemonics = [text.split()[0] for _, text in code if text]
-    return {
+    mnemonics = [text.split()[0] for _, text in code if text and not PADDING.match(text)]
+    return {  # padding (no-ops) not counted
         "instructions": len(mnemonics),
         "conditional branches": sum(bool(BRANCH.match(m)) for m in mnemonics),
         "conditional moves": sum(bool(CMOV.match(m)) for m in mnemonics),
@@ -184,7 +191,9 @@ def render(listing: Listing, code: list[tuple[str, str]], label: str, flags: str
     summary = ", ".join(f"{v} {k if v != 1 else SINGULAR[k]}" for k, v in c.items())
     cut = (f" Lines {start + 1}–{stop} of {len(code)} are shown." if (start, stop) !=
            (0, len(code)) else "")
-    body = "\n".join(f"{off:>8}  {text}" for off, text in shown)
+    body = "\n".join(f"{off:>8}  {text}" + ("    ; padding: a no-op that aligns what follows"
+                                           if PADDING.match(text) else "")
+                     for off, text in shown)
     return (f"{HEADER}\n```nasm\n{body}\n```\n\n"
             f"<p class=\"tm-asm-note\"><small><code>{listing.symbol}</code>: {listing.what}. "
             f"The whole function: {summary}.{cut} Offsets from the function's start; "
