@@ -444,11 +444,12 @@ def ablation_steps(data: dict[str, Any], group: str) -> list[Step]:
         info = raw.get("extra_info") or {}
         if raw.get("group") != group or "step" not in info or isinstance(info.get("paired"), dict):
             continue
-        ops = info.get("ops") if isinstance(info.get("ops"), int | float) else 1
+        raw_ops = info.get("ops")
+        ops = float(raw_ops) if isinstance(raw_ops, int | float) and raw_ops > 0 else 1.0
         name = str(info.get("step_name", info["step"]))
         counts = info.get("valgrind") if isinstance(info.get("valgrind"), dict) else None
         steps.append(Step(int(info["step"]), name, str(info.get("adds", "")),
-                          float(raw["stats"]["median"]) / max(1, ops), counts,
+                          float(raw["stats"]["median"]) / ops, counts,
                           paired.get(f"{component}-step-{name}")))
     return sorted(steps, key=lambda st: st.index)
 

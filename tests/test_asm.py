@@ -73,6 +73,12 @@ def test_listings_back_the_chapters_claims(asm: ModuleType, tmp_path: Path) -> N
     assert prefetches[-1] > 0 and prefetches[-2] == 0  # only the prefetch step has them
     loop = (tmp_path / "book-apply-loop.md").read_text(encoding="utf-8")
     assert "prefetch" in loop
+    for name in ("ring-push", "ring-pop"):  # chapter 6: acquire/release are plain movs
+        text = (tmp_path / f"{name}.md").read_text(encoding="utf-8")
+        ring = [line.split(None, 1)[1] for line in text.split("```nasm\n")[1]
+                .split("```")[0].splitlines()]
+        assert not [i for i in ring if i.startswith(("mfence", "lock")) or
+                    (i.startswith("xchg") and "PTR" in i)], text
 
 
 def test_counts(asm: ModuleType) -> None:

@@ -94,7 +94,7 @@ def test_realistic_flow_agrees_in_every_step() -> None:
         fills, rejects = book.apply(ops)
         assert np.array_equal(fills, want_fills), BOOK_STEPS[i][0]
         assert np.array_equal(rejects, want_rejects), BOOK_STEPS[i][0]
-        for side in (0, 1):
+        for side in (naive.Side.BUY, naive.Side.SELL):
             assert book.depth(side, 10**6) == reference.depth(side, 10**6), BOOK_STEPS[i][0]
         assert len(book) == len(reference)
 
