@@ -57,3 +57,20 @@ TWINMATCH_ANCHOR bool twinmatch_asm_ring_pop(twinmatch::SpscRing<std::uint64_t>&
                                              std::uint64_t& item) {
     return ring.try_pop(item);
 }
+
+// Chapter 3: the decode loops, portable and AVX-512 VBMI (built for VBMI whatever the
+// flags; the anchor is never called, so it runs on no CPU). `flatten` inlines the loop
+// into the anchor, which the compiler would otherwise call out of line.
+TWINMATCH_ANCHOR __attribute__((flatten)) void twinmatch_asm_itch_scan_scalar(const std::uint8_t* buf, std::size_t n,
+                                                     twinmatch::ItchEvent* out,
+                                                     std::uint64_t* counts,
+                                                     twinmatch::itch::ScanResult* result) {
+    *result = twinmatch::itch::scan_scalar(buf, n, out, counts);
+}
+#ifdef TWINMATCH_ITCH_VBMI
+TWINMATCH_ANCHOR TWINMATCH_VBMI_TARGET __attribute__((flatten)) void twinmatch_asm_itch_scan_vbmi(
+    const std::uint8_t* buf, std::size_t n, twinmatch::ItchEvent* out, std::uint64_t* counts,
+    twinmatch::itch::ScanResult* result) {
+    *result = twinmatch::itch::scan_vbmi(buf, n, out, counts, false);
+}
+#endif

@@ -56,6 +56,12 @@ LISTINGS = (
     Listing("itch-be32", "twinmatch_asm_be32", "itch::be32(): a 4-byte big-endian field"),
     Listing("itch-be48", "twinmatch_asm_be48",
             "itch::be48(): the 6-byte timestamp, a 2-byte and a 4-byte load"),
+    Listing("itch-scan-vbmi", "twinmatch_asm_itch_scan_vbmi",
+            "itch::scan_vbmi(), the AVX-512 VBMI decode loop (native/itch.hpp), around its "
+            "first vpermb: one permute builds a whole event from the message's bytes",
+            focus=r"^vpermb"),
+    Listing("itch-scan-scalar", "twinmatch_asm_itch_scan_scalar",
+            "itch::scan_scalar(), the portable decode loop, from its start"),
     Listing("book-side-key-branchy", "twinmatch_asm_side_key_branchy",
             "price_key() before the branch-free step: side == Buy ? price : -price"),
     Listing("book-side-key-branch-free", "twinmatch_asm_side_key_branch_free",
