@@ -8,8 +8,10 @@ choice that became a conditional move or did not, the prefetches in the batch lo
 includes a listing written here from the built ``optimized._native``, never pasted by
 hand. The module is stripped of its symbol table, so the functions listed are exported
 under plain C names (native/asm_anchors.cpp, and the per-step batch loops in
-native/book_bind.cpp): the dynamic symbol table survives stripping, and ``nm -D``
-gives each one's address and size.
+native/book_bind.cpp and native/book_steps_bind.cpp): the dynamic symbol table survives
+stripping, and ``nm -D`` gives each one's address and size. Where such a function is one
+jump to a static function the compiler kept on its own (the batch loops are), the listing
+follows the jump.
 
 Each listing says which compiler and flags produced it (the module's COMPILER and
 BUILD_TYPE, and the FLAGS line of the build's build.ninja), and counts what a reader
@@ -76,7 +78,7 @@ LISTINGS = (
     Listing("ring-pop", "twinmatch_asm_ring_pop",
             "SpscRing<std::uint64_t>::try_pop(): the same from the consumer's side"),
     Listing("book-apply-loop", "twinmatch_book_step5_run_ops",
-            "the batch loop of Book::apply() (run_ops in native/book_bind.cpp), around its "
+            "the batch loop of Book::apply() (run_ops in native/book_bind.hpp), around its "
             "first prefetch",
             focus=r"prefetch", source="native/book_bind.cpp.o"),
 )
@@ -114,27 +116,77 @@ def dynamic_symbols(lib: Path) -> dict[str, tuple[int, int]]:
     return symbols
 
 
-def disassemble(lib: Path, address: int, size: int) -> list[tuple[str, str]]:
-    """(mnemonic, operands) of each instruction in [address, address + size), Intel syntax."""
+Raw = list[tuple[int, str, str]]  # (address, mnemonic, operands) as objdump prints them
+
+
+def objdump(lib: Path, address: int, size: int) -> Raw:
+    """The instructions in [address, address + size), Intel syntax, symbol guesses dropped."""
     out = subprocess.run(
         ["objdump", "-d", "--no-show-raw-insn", "-M", "intel", f"--start-address={address}",
          f"--stop-address={address + size}", str(lib)],
         capture_output=True, text=True, check=True).stdout
-    code = []
+    raw = []
     for line in out.splitlines():
         m = re.match(r"^\s+([0-9a-f]+):\s+(\S+)\s*(.*)$", line)
-        if not m:
-            continue
-        mnemonic = m.group(2)
-        operands = re.sub(r"\s*<[^>]*>", "", m.group(3)).strip()  # drop symbol guesses
-        operands = re.sub(r"\s*#.*$", "", operands)
-        target = re.fullmatch(r"[0-9a-f]+", operands)
-        if target and (mnemonic.startswith("j") or mnemonic.startswith("call")):
+        if m:
+            operands = re.sub(r"\s*<[^>]*>", "", m.group(3)).strip()
+            raw.append((int(m.group(1), 16), m.group(2), re.sub(r"\s*#.*$", "", operands)))
+    return raw
+
+
+def target_of(mnemonic: str, operands: str) -> int | None:
+    """The address a direct jump or call goes to, or None."""
+    if (mnemonic.startswith("j") or mnemonic.startswith("call")) and re.fullmatch(
+            r"[0-9a-f]+", operands):
+        return int(operands, 16)
+    return None
+
+
+# How far past a tail call's target to look for the end of the function it jumps to.
+TAIL_WINDOW = 0x8000
+
+
+def function_at(lib: Path, address: int, limit: int) -> tuple[int, int]:
+    """(address, size) of the unnamed function at ``address`` (the target of a tail call,
+    whose symbol the stripping removed): it ends at the first ``ret`` or ``jmp`` past
+    which no branch of its own reaches."""
+    raw = objdump(lib, address, limit)
+    reach = address
+    for i, (addr, mnemonic, operands) in enumerate(raw):
+        target = target_of(mnemonic, operands)
+        if target is not None and not mnemonic.startswith("call") and address <= target < \
+                address + limit:
+            reach = max(reach, target)
+        if mnemonic in ("ret", "jmp", "ud2") and addr >= reach:
+            end = raw[i + 1][0] if i + 1 < len(raw) else address + limit
+            return address, end - address
+    return address, limit
+
+
+def resolve(lib: Path, address: int, size: int) -> tuple[int, int, bool]:
+    """A function, or, if it is only a tail call (``jmp`` elsewhere: the compiler kept the
+    body as a static function of its own), the function it jumps to. (address, size,
+    followed)."""
+    raw = objdump(lib, address, size)
+    if len(raw) == 1 and raw[0][1] == "jmp":
+        target = target_of(raw[0][1], raw[0][2])
+        if target is not None:
+            a, n = function_at(lib, target, TAIL_WINDOW)
+            return a, n, True
+    return address, size, False
+
+
+def disassemble(lib: Path, address: int, size: int) -> list[tuple[str, str]]:
+    """(offset, instruction) of each instruction in [address, address + size)."""
+    code = []
+    for addr, mnemonic, operands in objdump(lib, address, size):
+        target = target_of(mnemonic, operands)
+        if target is not None:
             # A jump inside the function as an offset, like the lines; one outside it
             # (a call, a tail call) as what it is.
-            where = int(operands, 16) - address
+            where = target - address
             operands = f"+{where:#x}" if 0 <= where < size else "(another function)"
-        code.append((f"+{int(m.group(1), 16) - address:#x}", f"{mnemonic} {operands}".rstrip()))
+        code.append((f"+{addr - address:#x}", f"{mnemonic} {operands}".rstrip()))
     return code
 
 
@@ -190,13 +242,16 @@ def placeholder(listing: Listing, why: str) -> str:
 
 
 def render(listing: Listing, code: list[tuple[str, str]], label: str, flags: str,
-           lib: Path) -> str:
+           lib: Path, followed: bool = False) -> str:
     start, stop = window(code, listing.focus, listing.occurrence)
     shown = code[start:stop]
     c = counts(code)
     summary = ", ".join(f"{v} {k if v != 1 else SINGULAR[k]}" for k, v in c.items())
-    cut = (f" Lines {start + 1}–{stop} of {len(code)} are shown." if (start, stop) !=
+    cut = (f" Lines {start + 1}–{stop} of its {len(code)} are shown." if (start, stop) !=
            (0, len(code)) else "")
+    if followed:
+        cut += (" (The exported function is one jump to this one, which the compiler kept "
+                "as a function of its own; its end is where no branch of its reaches past.)")
     body = "\n".join(f"{off:>8}  {text}" + ("    ; padding: a no-op that aligns what follows"
                                            if PADDING.match(text) else "")
                      for off, text in shown)
@@ -221,8 +276,9 @@ def steps_table(lib: Path, symbols: dict[str, tuple[int, int]], label: str, flag
         if sym not in symbols:
             rows.append(f"| {i}. {name} | {adds} | not in this build | | | | |")
             continue
-        c = counts(disassemble(lib, *symbols[sym]))
-        rows.append(f"| {i}. {name} | {adds} | {symbols[sym][1]} | {c['instructions']} | "
+        address, size, _ = resolve(lib, *symbols[sym])
+        c = counts(disassemble(lib, address, size))
+        rows.append(f"| {i}. {name} | {adds} | {size} | {c['instructions']} | "
                     f"{c['conditional branches']} | {c['conditional moves']} | "
                     f"{c['prefetches']} |")
     return "\n".join([
@@ -267,12 +323,14 @@ def generate(out: Path = OUT, strict: bool = False) -> list[str]:
             continue
         assert lib is not None
         try:
-            code = disassemble(lib, *symbols[listing.symbol])
+            address, size, followed = resolve(lib, *symbols[listing.symbol])
+            code = disassemble(lib, address, size)
         except (subprocess.CalledProcessError, OSError) as exc:
             path.write_text(placeholder(listing, f"objdump failed: {exc}"), "utf-8")
             placeholders.append(listing.name)
             continue
-        path.write_text(render(listing, code, label, build_flags(listing.source), lib), "utf-8")
+        path.write_text(render(listing, code, label, build_flags(listing.source), lib, followed),
+                        "utf-8")
     table = out / "book-steps-code.md"
     if why or lib is None:
         table.write_text(placeholder(Listing("book-steps-code", STEP_SYMBOL.format("N"),
