@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -166,3 +168,27 @@ def test_figures_ablation_table(tmp_path: Path) -> None:
     assert rows[-1].count("6.0×") == 1  # step 0's median over the last step's
     assert "123, 0.50 / 0.25" in rows[2] and "not counted" in rows[1]
     assert (out / "book-ablation-steps.svg").read_text(encoding="utf-8").startswith("<?xml")
+
+
+STRESS = ROOT / "tests" / "native" / "book_steps_stress.cpp"
+
+
+@pytest.mark.timeout(300)
+def test_steps_agree_under_address_and_ub_sanitizers(tmp_path: Path) -> None:
+    """Every step against Book on random streams, compiled with -fsanitize=address,undefined
+    (tests/native/book_steps_stress.cpp): same results, and no undefined behaviour."""
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ not found: cannot build the sanitized steps stress")
+    exe = tmp_path / "book_steps_stress"
+    built = subprocess.run([gxx, "-std=c++20", "-O1", "-g", "-fsanitize=address,undefined",
+                            "-fno-sanitize-recover=undefined", "-I", str(ROOT / "native"),
+                            str(STRESS), "-o", str(exe)], capture_output=True, text=True,
+                           timeout=180)
+    if built.returncode != 0:
+        pytest.skip(f"g++ cannot build with the sanitizers here: {built.stderr[-300:]}")
+    run = subprocess.run([str(exe), "50000"], capture_output=True, text=True, timeout=240,
+                         env={"ASAN_OPTIONS": "detect_leaks=0",
+                              "UBSAN_OPTIONS": "print_stacktrace=1"})
+    assert run.returncode == 0, run.stdout + run.stderr[-2000:]
+    assert "steps agree: 50000 ops x 3 seeds" in run.stdout
