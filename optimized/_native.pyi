@@ -758,6 +758,13 @@ def ring_stress(items: int, capacity: int, wait: str = "yield") -> tuple[int, bo
     Pass `items` numbers through an SpscRing between two threads: (received, in_order, seconds).
     """
 
+def ring_stress_variant(
+    items: int, capacity: int, wait: str, cached_indices: bool, own_lines: bool
+) -> tuple[int, bool, float]:
+    """
+    ring_stress with SpscRing's cached indices and separate cache lines on or off.
+    """
+
 HIST_SUB_BUCKET_BITS: int = 5
 
 HIST_BUCKETS: int = 1920
