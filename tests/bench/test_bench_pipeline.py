@@ -13,6 +13,9 @@ market, with the fills CSV written to a file.
                             file in chunks + market.run + fills CSV written from Python
 
 Each first checks its fills CSV against the naive pipeline's on a 20,000-message prefix.
+
+Group "ring-ablation" (at the end): the SPSC ring alone, its decisions taken away one at a
+time, each step paired with the one before it.
 """
 
 from __future__ import annotations
