@@ -186,6 +186,9 @@ def disassemble(lib: Path, address: int, size: int) -> list[tuple[str, str]]:
             # (a call, a tail call) as what it is.
             where = target - address
             operands = f"+{where:#x}" if 0 <= where < size else "(another function)"
+        # A distance to data elsewhere in the module (a table, a constant) moves whenever
+        # anything else in the module changes: shown as a name, so the listing does not.
+        operands = re.sub(r"rip[+-]0x[0-9a-f]+", "rip+(data)", operands)
         code.append((f"+{addr - address:#x}", f"{mnemonic} {operands}".rstrip()))
     return code
 
