@@ -80,6 +80,7 @@ exercises-check: build
 
 docs: build
 	$(PY) scripts/figures.py
+	$(PY) scripts/asm.py
 	$(VENV)/bin/mkdocs build --strict -q
 
 browser-check: docs system-deps
@@ -126,6 +127,7 @@ bench-day: $(BENCH_STAMP) bench-deps build
 book: bench-run
 	$(PY) scripts/targets.py out/bench.json --no-fail
 	$(PY) scripts/figures.py --bench out/bench.json
+	$(PY) scripts/asm.py
 	$(VENV)/bin/mkdocs build --strict
 	@echo "book built: open site/index.html (or: $(VENV)/bin/mkdocs serve)"
 

@@ -23,11 +23,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <new>
 #include <random>
 #include <stdexcept>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -96,6 +98,43 @@ private:
     const char* why_;
 };
 
+// --8<-- [start:steps]
+// Chapter 1 grows the book one decision at a time and measures each (its "ablation"):
+// every decision below is a bit of BasicBook's template parameter, and `if constexpr`
+// picks the code for it at compile time, so each step is this same source compiled
+// with some decisions left out, not a copy. `Book`, the one every other part of the
+// project uses, has them all; the steps in between exist for the chapter's benchmark
+// and run the same test suite.
+namespace step {
+inline constexpr std::uint32_t kBitset = 1;       // best price by bitset descent (else a scan)
+inline constexpr std::uint32_t kWarmReuse = 2;    // reuse the node freed last (else the oldest)
+inline constexpr std::uint32_t kFingerprint = 4;  // a probe checks the slot's fingerprint first
+inline constexpr std::uint32_t kBranchFree = 8;   // side and link choices without branches
+inline constexpr std::uint32_t kPrefetch = 16;    // the batch loop's prefetch hints
+inline constexpr std::uint32_t kAll = 31;
+}  // namespace step
+
+// The steps in the order the chapter adds them; each has the decisions of the one before.
+struct BookStep {
+    const char* name;
+    std::uint32_t steps;
+    const char* adds;
+};
+inline constexpr BookStep kBookSteps[] = {
+    {"flat", 0, "a flat array of levels, the best price found by scanning it"},
+    {"bitset", step::kBitset, "the best price found by descending a bitset"},
+    {"warm-nodes", step::kBitset | step::kWarmReuse,
+     "the node freed last is the next one handed out"},
+    {"fingerprints", step::kBitset | step::kWarmReuse | step::kFingerprint,
+     "id-hash probes compare a fingerprint before reading a node"},
+    {"branch-free", step::kAll & ~step::kPrefetch,
+     "side keys and queue unlinking without branches"},
+    {"prefetch", step::kAll, "the batch loop prefetches hash slots and nodes (= Book)"},
+};
+inline constexpr std::size_t kBookStepCount = std::size(kBookSteps);
+static_assert(kBookSteps[kBookStepCount - 1].steps == step::kAll);
+// --8<-- [end:steps]
+
 // One trade, as both the per-call API (Python Fill) and the batch API see it.
 struct Fill {
     std::uint64_t resting_id;
@@ -138,18 +177,22 @@ static_assert(sizeof(Level) == 24);
 // (alloc_big), so with 32-byte nodes every node lies inside one line. Growing copies
 // the nodes into a new array: Node is trivially copyable, and everyone holds indices,
 // never pointers, across a growth.
-class NodePool {
+// WarmReuse (chapter 1's warm-nodes step): the free list is a stack, so the node freed
+// last, likely still in cache, is handed out next; without it, a queue hands out the
+// node freed longest ago.
+template <bool WarmReuse = true>
+class BasicNodePool {
 public:
     // At most `limit` nodes (kNil is reserved as "no node", so 2^32-1 at most).
-    NodePool(std::uint32_t capacity, std::uint32_t limit) : limit_(std::max<std::uint32_t>(limit, 1)) {
+    BasicNodePool(std::uint32_t capacity, std::uint32_t limit) : limit_(std::max<std::uint32_t>(limit, 1)) {
         reserve(std::clamp<std::uint32_t>(capacity, std::min<std::uint32_t>(16, limit_), limit_));
         // Node 0 is what the batch loop's hints read when they find no order (see
         // Book::prefetch_neighbours): give it defined links before it is ever handed out.
         nodes_[0] = Node{0, 0, 0, kNil, kNil, 0, Side::Buy, {}};
     }
-    ~NodePool() { std::free(nodes_); }
-    NodePool(const NodePool&) = delete;
-    NodePool& operator=(const NodePool&) = delete;
+    ~BasicNodePool() { std::free(nodes_); }
+    BasicNodePool(const BasicNodePool&) = delete;
+    BasicNodePool& operator=(const BasicNodePool&) = delete;
 
     Node& operator[](std::uint32_t i) { return nodes_[i]; }
     const Node& operator[](std::uint32_t i) const { return nodes_[i]; }
@@ -167,10 +210,21 @@ public:
         return used_++;
     }
     void release(std::uint32_t i) {
-        nodes_[i].next = free_head_;
-        free_head_ = i;
+        if constexpr (WarmReuse) {  // push: the next alloc() takes this node
+            nodes_[i].next = free_head_;
+            free_head_ = i;
+        } else {  // append: every node freed before it is taken first
+            nodes_[i].next = kNil;
+            if (free_head_ == kNil) free_head_ = i;
+            else nodes_[free_tail_].next = i;
+            free_tail_ = i;
+        }
     }
-    void clear() { used_ = 0; free_head_ = kNil; }
+    void clear() {
+        used_ = 0;
+        free_head_ = kNil;
+        if constexpr (!WarmReuse) free_tail_ = kNil;
+    }
     std::uint32_t capacity() const { return cap_; }
     std::uint32_t high_water() const { return used_; }
     const Node* data() const { return nodes_; }
@@ -194,7 +248,12 @@ private:
     std::uint32_t limit_;
     std::uint32_t used_ = 0;  // nodes ever handed out (the rest are untouched)
     std::uint32_t free_head_ = kNil;
+    // The queue's back, only without WarmReuse: in Book it takes no room, so Book's layout
+    // (and the code that addresses its members) is what it was before the steps existed.
+    struct NoTail {};
+    [[no_unique_address]] std::conditional_t<WarmReuse, NoTail, std::uint32_t> free_tail_{};
 };
+using NodePool = BasicNodePool<>;
 // --8<-- [end:pool]
 
 // --8<-- [start:hash]
@@ -249,26 +308,32 @@ public:
     // per operation and hands it down, instead of rehashing.
     // The answer is a slot: the one holding the id, or the empty slot that ends its probe
     // run (node_at() is then kNil). Keeping the slot lets a cancel erase it directly.
-    std::uint64_t slot_of(std::uint64_t key, std::uint32_t fp, const NodePool& pool) const {
+    // CheckFp (chapter 1's fingerprints step): compare the slot's fingerprint before
+    // reading its node's id, so that walking past another id's slot reads no node.
+    template <bool CheckFp = true, class Pool>
+    std::uint64_t slot_of(std::uint64_t key, std::uint32_t fp, const Pool& pool) const {
         for (std::uint64_t i = home(fp);; i = (i + 1) & mask_) {
             Slot s = slots_[i];
-            if (s.node == kNil || (s.fp == fp && pool[s.node].id == key)) return i;
+            if (s.node == kNil || ((!CheckFp || s.fp == fp) && pool[s.node].id == key)) return i;
         }
     }
     std::uint32_t node_at(std::uint64_t slot) const { return slots_[slot].node; }
-    std::uint32_t find(std::uint64_t key, std::uint32_t fp, const NodePool& pool) const {
-        return node_at(slot_of(key, fp, pool));
+    template <bool CheckFp = true, class Pool>
+    std::uint32_t find(std::uint64_t key, std::uint32_t fp, const Pool& pool) const {
+        return node_at(slot_of<CheckFp>(key, fp, pool));
     }
     // Called before an operation changes anything: afterwards insert_at() cannot fail.
     // Returns true if the table was rebuilt (grown or re-keyed), which moves every entry
     // and may change every fingerprint: earlier slots and fingerprints are stale.
-    bool ensure_one(NodePool& pool) {
+    template <class Pool>
+    bool ensure_one(Pool& pool) {
         if (size_ < grow_at_) [[likely]] return false;  // room for one more, at most half full
         return rebuild_if_needed(pool, true);
     }
     // The same, for an operation that frees a slot before it takes one (replace): only a
     // pending re-key (see insert_at) is done, never a growth.
-    bool ensure_keyed(NodePool& pool) {
+    template <class Pool>
+    bool ensure_keyed(Pool& pool) {
         if (!long_run_) [[likely]] return false;
         return rebuild_if_needed(pool, false);
     }
@@ -356,7 +421,8 @@ private:
     // a test's re-keyed tables averaged 10 or more probes per id. The XOR breaks the
     // progression. At most one re-key per table size, so re-keys cost O(1) per insert in
     // total. Fills and books never depend on the hash: only speed does.
-    [[gnu::noinline]] bool rebuild_if_needed(NodePool& pool, bool grow) {
+    template <class Pool>
+    [[gnu::noinline]] bool rebuild_if_needed(Pool& pool, bool grow) {
         std::uint64_t cap = mask_ + 1;
         bool rekey = long_run_ && rekeyed_at_ != cap;
         grow = grow && size_ >= cap / 2;
@@ -390,7 +456,8 @@ private:
     // Move every entry into a new table of `cap` slots hashed with multiplier `mul`.
     // A new multiplier changes every fingerprint, so each is recomputed from the node's
     // id and written back to the node.
-    void rebuild(std::uint64_t cap, std::uint64_t mul, std::uint64_t salt, NodePool& pool) {
+    template <class Pool>
+    void rebuild(std::uint64_t cap, std::uint64_t mul, std::uint64_t salt, Pool& pool) {
         Slot* old = slots_;
         std::uint64_t old_cap = mask_ + 1;
         std::uint64_t old_size = size_;
@@ -533,8 +600,15 @@ struct DepthRow {
     std::uint32_t count;
 };
 
-class Book {
+// --8<-- [start:basic_book]
+// Steps: which of chapter 1's decisions this book is compiled with (see step::).
+template <std::uint32_t Steps = step::kAll>
+class BasicBook {
+    static constexpr bool has(std::uint32_t s) { return (Steps & s) != 0; }
+    // --8<-- [end:basic_book]
+
 public:
+    static constexpr std::uint32_t kSteps = Steps;
     static constexpr std::uint64_t kDefaultWindow = std::uint64_t(1) << 18;
     static constexpr std::uint32_t kDefaultOrders = std::uint32_t(1) << 16;
     // The most resting orders a book can hold: the id table (at most 2^32 slots, at most
@@ -543,7 +617,7 @@ public:
 
     // max_orders caps the resting orders (a memory budget): an add that would need one
     // more throws BookFull, before it changes anything.
-    explicit Book(std::uint64_t window_levels = kDefaultWindow,
+    explicit BasicBook(std::uint64_t window_levels = kDefaultWindow,
                   std::uint32_t initial_orders = kDefaultOrders,
                   std::uint32_t max_orders = kMaxOrders)
         : window_(check_window(window_levels)),
@@ -554,9 +628,9 @@ public:
         levels_ = static_cast<Level*>(std::calloc(window_, sizeof(Level)));
         if (levels_ == nullptr) throw std::bad_alloc();
     }
-    ~Book() { std::free(levels_); }
-    Book(const Book&) = delete;
-    Book& operator=(const Book&) = delete;
+    ~BasicBook() { std::free(levels_); }
+    BasicBook(const BasicBook&) = delete;
+    BasicBook& operator=(const BasicBook&) = delete;
 
     // ---- operations: each returns Reason::Ok or the reject reason (book unchanged) ----
 
@@ -752,7 +826,13 @@ public:
     // A batch-only hint: apply() knows the next operations, so it asks the memory
     // system for an id's hash slot several ops ahead (given its fingerprint). It
     // changes nothing; in a big book it turns a cache miss per new id into a hit.
-    void prefetch_slot(std::uint32_t fp) const { ids_.prefetch(fp); }
+    // (A book compiled without the prefetch step has no prefetch_slot(), and the batch
+    // loop, which looks for it, then gives no hints at all.)
+    void prefetch_slot(std::uint32_t fp) const
+        requires(has(step::kPrefetch))
+    {
+        ids_.prefetch(fp);
+    }
     // The second hint, a few ops later, once that slot is in cache: start loading the
     // node it points to, which a cancel is about to unlink. Only the home slot is
     // looked at, without checking the id: usually it is the id's own order; if not, or
@@ -764,7 +844,9 @@ public:
     // The third, two ops ahead, once that node is in cache: its queue neighbours, whose
     // links a cancel rewrites. Same guesswork, same harmlessness: the node read is a live
     // order's or node 0 (whose links are always kNil or a node index), so every address
-    // formed lies inside the pool.
+    // formed lies inside the pool. (A prefetch is only a hint, and a compiler may drop it:
+    // GCC 12 at -O3 drops these two from the batch loop, though it keeps each one alone;
+    // the batch loop's listing in chapter 1 counts the prefetches a build really has.)
     void prefetch_neighbours(std::uint32_t fp) const {
         std::uint32_t i = ids_.home_node(fp);
         const Node& n = pool_[i == kNil ? 0 : i];
@@ -815,6 +897,7 @@ public:
     std::uint64_t hash_epoch() const { return ids_.rekeys(); }
 
     // Internals, for tests and the book's layout table.
+    static std::int64_t side_key(Side side, std::uint64_t price) { return price_key(side, price); }
     std::uint64_t window_levels() const { return window_; }
     std::uint64_t window_base() const { return base_; }
     std::uint64_t recentres() const { return recentres_; }
@@ -843,8 +926,12 @@ private:
     }
     static int idx(Side s) { return s == Side::Buy ? 0 : 1; }
     Key key_of(std::uint64_t id) const { return Key{id, ids_.fingerprint(id)}; }
-    std::uint32_t find(Key key) const { return ids_.find(key.id, key.fp, pool_); }
-    std::uint64_t slot_of(Key key) const { return ids_.slot_of(key.id, key.fp, pool_); }
+    std::uint32_t find(Key key) const {
+        return ids_.find<has(step::kFingerprint)>(key.id, key.fp, pool_);
+    }
+    std::uint64_t slot_of(Key key) const {
+        return ids_.slot_of<has(step::kFingerprint)>(key.id, key.fp, pool_);
+    }
 
     // --8<-- [start:window]
     // The level for a price on one side: the window slot if the price is inside the
@@ -891,8 +978,13 @@ private:
     // arrive in random order, and a branch on them is mispredicted half the time.
     static constexpr std::int64_t kNoKey = -(std::int64_t(1) << 40);  // worse than any price
     static std::int64_t price_key(Side side, std::uint64_t price) {
-        auto s = static_cast<std::int64_t>(side);                // 0 buy, 1 sell
-        return (static_cast<std::int64_t>(price) ^ -s) + s;      // price, or -price for sell
+        if constexpr (has(step::kBranchFree)) {
+            auto s = static_cast<std::int64_t>(side);            // 0 buy, 1 sell
+            return (static_cast<std::int64_t>(price) ^ -s) + s;  // price, or -price for sell
+        } else {  // the obvious spelling: the compiler may or may not make it a branch
+            return side == Side::Buy ? static_cast<std::int64_t>(price)
+                                     : -static_cast<std::int64_t>(price);
+        }
     }
     static std::uint32_t key_price(Side side, std::int64_t key) {
         return static_cast<std::uint32_t>(price_key(side, static_cast<std::uint64_t>(key)));
@@ -911,13 +1003,34 @@ private:
         const LevelBitset& bits = bits_[idx(side)];
         const auto& far = far_[idx(side)];
         std::int64_t k = kNoKey;
-        if (!bits.empty())
-            k = price_key(side, base_ + (side == Side::Buy ? bits.highest() : bits.lowest()));
+        if (!bits.empty()) {
+            if constexpr (has(step::kBitset))
+                k = price_key(side, base_ + (side == Side::Buy ? bits.highest() : bits.lowest()));
+            else
+                k = price_key(side, base_ + scan_levels(side));
+        }
         if (!far.empty()) [[unlikely]] {
             std::uint32_t fp = side == Side::Buy ? far.rbegin()->first : far.begin()->first;
             k = std::max(k, price_key(side, fp));
         }
         return k;
+    }
+
+    // Without the bitset step: walk the level array from the old best (which just
+    // emptied) towards worse prices to the first level with orders. Called only when the
+    // side has one in the window (the bitset, kept up to date for depth() and window
+    // moves, says so in O(1)), and every level left is worse than the old best, so the
+    // walk stops; the bounds are checked all the same.
+    std::uint64_t scan_levels(Side side) const {
+        std::uint64_t off = std::uint64_t(key_price(side, best_[idx(side)])) - base_;
+        if (side == Side::Buy) {
+            for (std::uint64_t i = std::min(off, window_ - 1) + 1; i-- > 0;)
+                if (levels_[i].count != 0) return i;
+        } else {
+            for (std::uint64_t i = off < window_ ? off : 0; i < window_; ++i)
+                if (levels_[i].count != 0) return i;
+        }
+        return side == Side::Buy ? bits_[0].highest() : bits_[1].lowest();  // unreachable
     }
 
     // Drop an emptied level: clear its bit, or erase it from the far map.
@@ -1157,30 +1270,42 @@ private:
         return left;
     }
 
+    // --8<-- [start:remove]
     // Unlink a resting order (node i, whose id is in hash slot `slot`) from its level's
     // FIFO and forget it.
     [[gnu::always_inline]] void remove(std::uint32_t i, std::uint64_t slot) {
         Node& n = pool_[i];
         Level* l = level_of(n.price, n.side);
         // Which link points at n: the previous node's `next`, or the level's head when n
-        // is the oldest (likewise `prev` / tail). Chosen with a conditional move, not a
-        // branch: whether a cancelled order is first or last in its queue is random.
-        std::uint32_t& into_prev = n.prev != kNil ? pool_[n.prev].next : l->head;
-        std::uint32_t& into_next = n.next != kNil ? pool_[n.next].prev : l->tail;
-        into_prev = n.next;
-        into_next = n.prev;
+        // is the oldest (likewise `prev` / tail). Written as a choice of address and then
+        // one store, which a compiler may turn into a conditional move instead of a
+        // branch (whether a cancelled order is first or last in its queue is random);
+        // whether it does is the compiler's call: chapter 1 shows this build's machine
+        // code for it, and its branch-free step measures the difference.
+        if constexpr (has(step::kBranchFree)) {
+            std::uint32_t& into_prev = n.prev != kNil ? pool_[n.prev].next : l->head;
+            std::uint32_t& into_next = n.next != kNil ? pool_[n.next].prev : l->tail;
+            into_prev = n.next;
+            into_next = n.prev;
+        } else {  // two stores to different places: a branch each
+            if (n.prev != kNil) pool_[n.prev].next = n.next;
+            else l->head = n.next;
+            if (n.next != kNil) pool_[n.next].prev = n.prev;
+            else l->tail = n.prev;
+        }
         l->total -= n.qty;
         if (--l->count == 0) drop_level(n.price, n.side);
         ids_.erase_at(slot);  // the slot the caller's lookup found: no second probe
         pool_.release(i);
     }
+    // --8<-- [end:remove]
 
     std::uint64_t window_;
     std::uint64_t base_ = 0;  // price of levels_[0]; 0 until the first order arrives
     Level* levels_ = nullptr;
     LevelBitset bits_[2];     // [0] bids, [1] asks
     std::map<std::uint32_t, Level> far_[2];  // levels outside the window (slow path)
-    NodePool pool_;
+    BasicNodePool<has(step::kWarmReuse)> pool_;
     IdHash ids_;
     std::int64_t best_[2] = {kNoKey, kNoKey};  // best bid, best ask as keys (see crosses())
     std::uint64_t recentres_ = 0;
@@ -1188,5 +1313,8 @@ private:
     std::uint64_t evicted_ = 0;   // levels that eviction moved (the next one waits as long)
     std::map<std::uint32_t, Level>::node_type spare_;  // a map node for the next far level
 };
+
+// The book the project uses: every decision of chapter 1's steps.
+using Book = BasicBook<>;
 
 }  // namespace twinmatch

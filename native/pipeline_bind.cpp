@@ -87,9 +87,10 @@ std::uint64_t offset_in_line(const void* p) {
 
 // Two threads pass `items` counting numbers through a ring of `capacity`: the consumer
 // checks that each arrives in order. Returns (received, in_order, seconds).
+template <class Ring = SpscRing<std::uint64_t>>
 std::tuple<std::uint64_t, bool, double> ring_stress(std::uint64_t items, std::size_t capacity,
                                                     const std::string& wait) {
-    SpscRing<std::uint64_t> ring(capacity);
+    Ring ring(capacity);
     WaitKind w = to_wait(wait) == WaitKind::Spin ? WaitKind::Spin : WaitKind::Yield;
     std::uint64_t received = 0;
     bool ok = true;
@@ -242,9 +243,23 @@ void bind_pipeline(nb::module_& m, const char* name) {
 
 void register_pipeline(nb::module_& m) {
     m.def("usable_cpus", &usable_cpus, "The CPUs this process may run on (sched_getaffinity).");
-    m.def("ring_stress", &ring_stress, "items"_a, "capacity"_a, "wait"_a = "yield",
+    m.def("ring_stress", &ring_stress<>, "items"_a, "capacity"_a, "wait"_a = "yield",
           "Pass `items` numbers through an SpscRing between two threads: "
           "(received, in_order, seconds).");
+    // Chapter 6's ablation: the same, with the ring's cached indices and separate cache
+    // lines switched on or off (SpscRing's template parameters).
+    m.def(
+        "ring_stress_variant",
+        [](std::uint64_t items, std::size_t capacity, const std::string& wait, bool cached,
+           bool own_lines) {
+            using V = std::uint64_t;
+            if (cached && own_lines) return ring_stress<SpscRing<V, true, true>>(items, capacity, wait);
+            if (cached) return ring_stress<SpscRing<V, true, false>>(items, capacity, wait);
+            if (own_lines) return ring_stress<SpscRing<V, false, true>>(items, capacity, wait);
+            return ring_stress<SpscRing<V, false, false>>(items, capacity, wait);
+        },
+        "items"_a, "capacity"_a, "wait"_a, "cached_indices"_a, "own_lines"_a,
+        "ring_stress with SpscRing's cached indices and separate cache lines on or off.");
 
     m.attr("HIST_SUB_BUCKET_BITS") = kSubBucketBits;
     m.attr("HIST_BUCKETS") = kHistBuckets;

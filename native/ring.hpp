@@ -36,7 +36,9 @@ inline std::size_t checked_ring_capacity(std::size_t capacity, const char* name 
 }
 
 // --8<-- [start:ring]
-template <class T>
+// CachedIndices and OwnLines are two of the decisions below, switchable for chapter 6's
+// ablation benchmark (ring_stress_variant); the pipeline uses the defaults, both on.
+template <class T, bool CachedIndices = true, bool OwnLines = true>
 class SpscRing {
     static_assert(std::is_trivially_copyable_v<T>, "items are copied with plain stores");
 
@@ -51,9 +53,13 @@ public:
     // Producer thread only. False when full (the caller decides: wait, or drop).
     bool try_push(const T& item) {
         const std::uint64_t tail = tail_.load(std::memory_order_relaxed);  // ours
-        if (tail - head_cache_ > mask_) {            // looks full: refresh our copy
-            head_cache_ = head_.load(std::memory_order_acquire);
-            if (tail - head_cache_ > mask_) return false;
+        if constexpr (CachedIndices) {
+            if (tail - head_cache_ > mask_) {            // looks full: refresh our copy
+                head_cache_ = head_.load(std::memory_order_acquire);
+                if (tail - head_cache_ > mask_) return false;
+            }
+        } else if (tail - head_.load(std::memory_order_acquire) > mask_) {
+            return false;  // without the copy: the consumer's line, read on every push
         }
         slots_[tail & mask_] = item;
         // release: the item's bytes are visible before the consumer sees the new tail.
@@ -64,9 +70,13 @@ public:
     // Consumer thread only. False when empty.
     bool try_pop(T& item) {
         const std::uint64_t head = head_.load(std::memory_order_relaxed);  // ours
-        if (head == tail_cache_) {                   // looks empty: refresh our copy
-            tail_cache_ = tail_.load(std::memory_order_acquire);
-            if (head == tail_cache_) return false;
+        if constexpr (CachedIndices) {
+            if (head == tail_cache_) {                   // looks empty: refresh our copy
+                tail_cache_ = tail_.load(std::memory_order_acquire);
+                if (head == tail_cache_) return false;
+            }
+        } else if (head == tail_.load(std::memory_order_acquire)) {
+            return false;
         }
         item = slots_[head & mask_];
         // release: we finished reading the slot before the producer may overwrite it.
@@ -86,11 +96,13 @@ private:
     // copy of the opposite index, so a push writes only producer lines and a pop only
     // consumer lines. Sharing one line would bounce it between the cores on every item:
     // false sharing (chapter 6 measures it on the pipeline's per-stage counters).
-    alignas(kCacheLine) std::atomic<std::uint64_t> head_{0};  // written by the consumer
-    std::uint64_t tail_cache_ = 0;                           // consumer's copy of tail_
-    alignas(kCacheLine) std::atomic<std::uint64_t> tail_{0};  // written by the producer
-    std::uint64_t head_cache_ = 0;                           // producer's copy of head_
-    alignas(kCacheLine) const std::uint64_t mask_;
+    // (Without OwnLines, all of it packed together: one line, bounced between the cores.)
+    static constexpr std::size_t kLine = OwnLines ? kCacheLine : alignof(std::uint64_t);
+    alignas(kLine) std::atomic<std::uint64_t> head_{0};  // written by the consumer
+    std::uint64_t tail_cache_ = 0;                      // consumer's copy of tail_
+    alignas(kLine) std::atomic<std::uint64_t> tail_{0};  // written by the producer
+    std::uint64_t head_cache_ = 0;                      // producer's copy of head_
+    alignas(kLine) const std::uint64_t mask_;
 
     // The slots start on a cache line boundary (operator new with an alignment), so a
     // 64-byte item fills exactly one line instead of straddling two.

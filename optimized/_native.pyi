@@ -149,6 +149,332 @@ class Book:
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
         """
 
+class BookStep0:
+    """
+    Chapter 1, step 0 (flat): Book with only its first 0 decisions; same API and results.
+    The step's decision: a flat array of levels, the best price found by scanning it.
+    """
+
+    def __init__(
+        self, window_levels: int = 262144, initial_orders: int = 65536, max_orders: int = 2147483648
+    ) -> None: ...
+    def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
+        """Add a limit order; returns the fills it caused (the remainder rests)."""
+
+    def add_market(self, order_id: int, side: Side | int, qty: int) -> tuple[list[Fill], int]:
+        """Sweep the opposite side; returns (fills, unfilled qty). Never rests."""
+
+    def cancel(self, order_id: int) -> int:
+        """Remove a resting order; returns the qty removed."""
+
+    def reduce(self, order_id: int, qty: int) -> int:
+        """Partially cancel (keeps priority); returns the qty left (0 = removed)."""
+
+    def execute(self, order_id: int, qty: int) -> Fill:
+        """
+        A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).
+        """
+
+    def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
+        """
+        The old order leaves; the new one (same side) enters, loses priority, may match.
+        """
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """(price, total qty) of the highest bid, or None."""
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """(price, total qty) of the lowest ask, or None."""
+
+    def depth(self, side: Side | int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        """(side, price, qty left) of a resting order, or None."""
+
+    def __len__(self) -> int:
+        """Number of resting orders."""
+
+    def clear(self) -> None:
+        """Remove every order, keeping the allocated capacity (for benchmarks)."""
+
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+        """
+        Apply an OPS_DTYPE array in C++ with the GIL released; returns
+        (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
+        rejected op.
+        """
+
+    def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int, float]:
+        """
+        Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
+        timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+class BookStep1:
+    """
+    Chapter 1, step 1 (bitset): Book with only its first 1 decisions; same API and results.
+    The step's decision: the best price found by descending a bitset.
+    """
+
+    def __init__(
+        self, window_levels: int = 262144, initial_orders: int = 65536, max_orders: int = 2147483648
+    ) -> None: ...
+    def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
+        """Add a limit order; returns the fills it caused (the remainder rests)."""
+
+    def add_market(self, order_id: int, side: Side | int, qty: int) -> tuple[list[Fill], int]:
+        """Sweep the opposite side; returns (fills, unfilled qty). Never rests."""
+
+    def cancel(self, order_id: int) -> int:
+        """Remove a resting order; returns the qty removed."""
+
+    def reduce(self, order_id: int, qty: int) -> int:
+        """Partially cancel (keeps priority); returns the qty left (0 = removed)."""
+
+    def execute(self, order_id: int, qty: int) -> Fill:
+        """
+        A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).
+        """
+
+    def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
+        """
+        The old order leaves; the new one (same side) enters, loses priority, may match.
+        """
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """(price, total qty) of the highest bid, or None."""
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """(price, total qty) of the lowest ask, or None."""
+
+    def depth(self, side: Side | int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        """(side, price, qty left) of a resting order, or None."""
+
+    def __len__(self) -> int:
+        """Number of resting orders."""
+
+    def clear(self) -> None:
+        """Remove every order, keeping the allocated capacity (for benchmarks)."""
+
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+        """
+        Apply an OPS_DTYPE array in C++ with the GIL released; returns
+        (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
+        rejected op.
+        """
+
+    def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int, float]:
+        """
+        Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
+        timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+class BookStep2:
+    """
+    Chapter 1, step 2 (warm-nodes): Book with only its first 2 decisions; same API and results.
+    The step's decision: the node freed last is the next one handed out.
+    """
+
+    def __init__(
+        self, window_levels: int = 262144, initial_orders: int = 65536, max_orders: int = 2147483648
+    ) -> None: ...
+    def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
+        """Add a limit order; returns the fills it caused (the remainder rests)."""
+
+    def add_market(self, order_id: int, side: Side | int, qty: int) -> tuple[list[Fill], int]:
+        """Sweep the opposite side; returns (fills, unfilled qty). Never rests."""
+
+    def cancel(self, order_id: int) -> int:
+        """Remove a resting order; returns the qty removed."""
+
+    def reduce(self, order_id: int, qty: int) -> int:
+        """Partially cancel (keeps priority); returns the qty left (0 = removed)."""
+
+    def execute(self, order_id: int, qty: int) -> Fill:
+        """
+        A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).
+        """
+
+    def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
+        """
+        The old order leaves; the new one (same side) enters, loses priority, may match.
+        """
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """(price, total qty) of the highest bid, or None."""
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """(price, total qty) of the lowest ask, or None."""
+
+    def depth(self, side: Side | int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        """(side, price, qty left) of a resting order, or None."""
+
+    def __len__(self) -> int:
+        """Number of resting orders."""
+
+    def clear(self) -> None:
+        """Remove every order, keeping the allocated capacity (for benchmarks)."""
+
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+        """
+        Apply an OPS_DTYPE array in C++ with the GIL released; returns
+        (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
+        rejected op.
+        """
+
+    def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int, float]:
+        """
+        Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
+        timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+class BookStep3:
+    """
+    Chapter 1, step 3 (fingerprints): Book with only its first 3 decisions; same API and results.
+    The step's decision: id-hash probes compare a fingerprint before reading a node.
+    """
+
+    def __init__(
+        self, window_levels: int = 262144, initial_orders: int = 65536, max_orders: int = 2147483648
+    ) -> None: ...
+    def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
+        """Add a limit order; returns the fills it caused (the remainder rests)."""
+
+    def add_market(self, order_id: int, side: Side | int, qty: int) -> tuple[list[Fill], int]:
+        """Sweep the opposite side; returns (fills, unfilled qty). Never rests."""
+
+    def cancel(self, order_id: int) -> int:
+        """Remove a resting order; returns the qty removed."""
+
+    def reduce(self, order_id: int, qty: int) -> int:
+        """Partially cancel (keeps priority); returns the qty left (0 = removed)."""
+
+    def execute(self, order_id: int, qty: int) -> Fill:
+        """
+        A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).
+        """
+
+    def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
+        """
+        The old order leaves; the new one (same side) enters, loses priority, may match.
+        """
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """(price, total qty) of the highest bid, or None."""
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """(price, total qty) of the lowest ask, or None."""
+
+    def depth(self, side: Side | int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        """(side, price, qty left) of a resting order, or None."""
+
+    def __len__(self) -> int:
+        """Number of resting orders."""
+
+    def clear(self) -> None:
+        """Remove every order, keeping the allocated capacity (for benchmarks)."""
+
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+        """
+        Apply an OPS_DTYPE array in C++ with the GIL released; returns
+        (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
+        rejected op.
+        """
+
+    def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int, float]:
+        """
+        Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
+        timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+class BookStep4:
+    """
+    Chapter 1, step 4 (branch-free): Book with only its first 4 decisions; same API and results.
+    The step's decision: side keys and queue unlinking without branches.
+    """
+
+    def __init__(
+        self, window_levels: int = 262144, initial_orders: int = 65536, max_orders: int = 2147483648
+    ) -> None: ...
+    def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
+        """Add a limit order; returns the fills it caused (the remainder rests)."""
+
+    def add_market(self, order_id: int, side: Side | int, qty: int) -> tuple[list[Fill], int]:
+        """Sweep the opposite side; returns (fills, unfilled qty). Never rests."""
+
+    def cancel(self, order_id: int) -> int:
+        """Remove a resting order; returns the qty removed."""
+
+    def reduce(self, order_id: int, qty: int) -> int:
+        """Partially cancel (keeps priority); returns the qty left (0 = removed)."""
+
+    def execute(self, order_id: int, qty: int) -> Fill:
+        """
+        A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).
+        """
+
+    def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
+        """
+        The old order leaves; the new one (same side) enters, loses priority, may match.
+        """
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """(price, total qty) of the highest bid, or None."""
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """(price, total qty) of the lowest ask, or None."""
+
+    def depth(self, side: Side | int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        """(side, price, qty left) of a resting order, or None."""
+
+    def __len__(self) -> int:
+        """Number of resting orders."""
+
+    def clear(self) -> None:
+        """Remove every order, keeping the allocated capacity (for benchmarks)."""
+
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+        """
+        Apply an OPS_DTYPE array in C++ with the GIL released; returns
+        (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
+        rejected op.
+        """
+
+    def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int, float]:
+        """
+        Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
+        timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+def book_steps() -> list[tuple[str, str]]:
+    """
+    Chapter 1's steps in order as (name, what the step adds); step i is BookStep<i>,
+    the last one is Book.
+    """
+
 class MapBook:
     """The std::map / std::list / std::unordered_map baseline, same API."""
 
@@ -436,6 +762,13 @@ def usable_cpus() -> list[int]:
 def ring_stress(items: int, capacity: int, wait: str = "yield") -> tuple[int, bool, float]:
     """
     Pass `items` numbers through an SpscRing between two threads: (received, in_order, seconds).
+    """
+
+def ring_stress_variant(
+    items: int, capacity: int, wait: str, cached_indices: bool, own_lines: bool
+) -> tuple[int, bool, float]:
+    """
+    ring_stress with SpscRing's cached indices and separate cache lines on or off.
     """
 
 HIST_SUB_BUCKET_BITS: int = 5

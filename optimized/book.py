@@ -20,6 +20,12 @@ orders (a memory budget): an add that needs one more raises ``BookFull`` (a
 ``layout_info()`` report the internals (window, pool and hash sizes, node bytes).
 
 These are the native classes themselves: calls go straight to C++.
+
+Chapter 1 grows ``Book`` one decision at a time: ``BOOK_STEPS`` lists the steps in
+order as ``(name, what the step adds)``, and ``book_step(i)`` is the class of step
+``i``, the same C++ source compiled with only the first ``i`` decisions
+(``BookStep0`` .. ``BookStep4``; the last step is ``Book`` itself). Every step has
+``Book``'s API and gives its results; only its speed differs.
 """
 
 from __future__ import annotations
@@ -27,11 +33,38 @@ from __future__ import annotations
 from optimized._native import (
     Book,
     BookFull,
+    BookStep0,
+    BookStep1,
+    BookStep2,
+    BookStep3,
+    BookStep4,
     Fill,
     MapBook,
     OrderRejected,
     Side,
+    book_steps,
     layout_info,
 )
 
-__all__ = ["Book", "BookFull", "Fill", "MapBook", "OrderRejected", "Side", "layout_info"]
+AnyStep = BookStep0 | BookStep1 | BookStep2 | BookStep3 | BookStep4 | Book
+"""An instance of any of chapter 1's steps."""
+
+BOOK_STEPS: tuple[tuple[str, str], ...] = tuple(book_steps())
+"""Chapter 1's steps in order: (name, what the step adds to the one before)."""
+
+_STEP_CLASSES: tuple[type[AnyStep], ...] = (BookStep0, BookStep1, BookStep2, BookStep3,
+                                             BookStep4, Book)
+if len(_STEP_CLASSES) != len(BOOK_STEPS):  # native/book.hpp's kBookSteps changed
+    raise ImportError("optimized.book: the step classes do not match book_steps()")
+
+
+def book_step(step: int) -> type[AnyStep]:
+    """The class of chapter 1's step ``step`` (0 .. len(BOOK_STEPS) - 1; the last is Book)."""
+    if not 0 <= step < len(_STEP_CLASSES):
+        raise ValueError(f"book step must be in 0..{len(_STEP_CLASSES) - 1}, got {step}")
+    return _STEP_CLASSES[step]
+
+
+__all__ = ["BOOK_STEPS", "AnyStep", "Book", "BookFull", "BookStep0", "BookStep1", "BookStep2",
+           "BookStep3", "BookStep4", "Fill", "MapBook", "OrderRejected", "Side", "book_step",
+           "layout_info"]

@@ -12,6 +12,11 @@ Writes into chapters/generated/ (see chapters/index.md for how pages include the
 * ``<group>-ops.svg``   ops/s by implementation per workload (bar chart, log scale).
 * ``<group>-depth.svg`` median ns per op against ``depth``, for groups with that parameter.
 * ``numbers.md``        one snippet section per single number, for prose.
+* for an ablation group (``<component>-ablation``: one benchmark per step of a chapter's
+  growing code, ``extra_info["step"]`` its index): ``<group>-table.md`` is a table of the
+  steps in order (time per op; each step against the one before, from the paired record
+  ``<component>-step-<name>``; the cumulative effect against step 0) instead of the
+  per-impl table, and ``<group>-steps.svg`` plots the cumulative effect.
 
 Conventions the benchmarks follow (tests/bench/):
 
@@ -414,6 +419,104 @@ def numbers_md(values: dict[str, str], source: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# ---------------------------------------------------------------------------- ablation
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of an ablation group: a benchmark with its step index, name and counts."""
+
+    index: int
+    name: str
+    adds: str
+    per_op: float                       # median seconds per op
+    counts: dict[str, float] | None     # cachegrind per op (Ir, D1, LL), if counted
+    paired: dict[str, Any] | None       # this step against the one before
+
+
+def ablation_steps(data: dict[str, Any], group: str) -> list[Step]:
+    """The steps of an ablation group in order, with their paired records (the key is
+    ``<component>-step-<name>``: the group's name without ``-ablation``)."""
+    component = group.removesuffix("-ablation")
+    paired, _ = targets.records(data)
+    steps = []
+    for raw in data.get("benchmarks", []):
+        info = raw.get("extra_info") or {}
+        if raw.get("group") != group or "step" not in info or isinstance(info.get("paired"), dict):
+            continue
+        raw_ops = info.get("ops")
+        ops = float(raw_ops) if isinstance(raw_ops, int | float) and raw_ops > 0 else 1.0
+        name = str(info.get("step_name", info["step"]))
+        counts = info.get("valgrind") if isinstance(info.get("valgrind"), dict) else None
+        steps.append(Step(int(info["step"]), name, str(info.get("adds", "")),
+                          float(raw["stats"]["median"]) / ops, counts,
+                          paired.get(f"{component}-step-{name}")))
+    return sorted(steps, key=lambda st: st.index)
+
+
+def ablation_html(group: Group, steps: list[Step], label: str) -> str:
+    e = html.escape
+    counted = any(st.counts for st in steps)
+    lines = [f'<div class="tm-bench tm-ablation" data-group="{e(group.name)}">', "<table>",
+             f"<caption>Benchmark group <code>{e(group.name)}</code>: each step adds one "
+             "decision to the one before. Time per operation (median); the step against the "
+             "one before it, paired (the median of per-pair ratios, interleaved in one "
+             "process, with its interquartile range); and the cumulative effect, step 0's "
+             "median over this step's.</caption>",
+             "<thead><tr><th>step</th><th>adds</th><th>time per op</th>"
+             "<th>vs the step before (paired)</th><th>vs step 0</th>"
+             + ("<th>cachegrind per op: instructions, D1 / LL misses</th>" if counted else "")
+             + "</tr></thead>", "<tbody>"]
+    first = steps[0].per_op if steps and steps[0].index == 0 else None
+    for st in steps:
+        if st.paired is not None:
+            p = st.paired
+            before = (f"{fmt_ratio(float(p['median']))} <small>(IQR "
+                      f"{fmt_ratio(float(p['q1']))}–{fmt_ratio(float(p['q3']))}, "
+                      f"{int(p['pairs'])} pairs)</small>")
+        elif st.index == 0:
+            before = "—"
+        else:
+            before = MISSING_NUMBER
+        total = fmt_ratio(first / st.per_op) if first and st.per_op > 0 else "—"
+        row = (f'<tr><th scope="row">{st.index}. {e(st.name)}</th><td>{e(st.adds)}</td>'
+               f"<td>{fmt_time(st.per_op)}</td><td>{before}</td><td>{total}</td>")
+        if counted:
+            c = st.counts
+            row += (f"<td>{c['Ir']:.0f}, {c['D1']:.2f} / {c['LL']:.2f}</td>" if c
+                    else "<td>not counted</td>")
+        lines.append(row + "</tr>")
+    lines.append("</tbody></table>")
+    includes = list(dict.fromkeys(b.includes for b in group.benches if b.includes))
+    notes = [e(text) for text in includes]
+    if counted:
+        notes.append("cachegrind: instructions and simulated-cache misses per op, counted "
+                     "(deterministic), not timed")
+    notes.append(f"Measured on: {e(label)}")
+    lines.append('<p class="tm-bench-note">' + "<br>".join(notes) + "</p>")
+    lines.append("</div>")
+    return "\n".join(lines) + "\n"
+
+
+def ablation_plot(group: Group, steps: list[Step], label: str, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(7.0, 3.6))
+    xs = range(len(steps))
+    ns = [st.per_op * 1e9 for st in steps]
+    ax.bar(xs, ns, color="#4c72b0")
+    first = ns[0] if steps and steps[0].index == 0 else None
+    for x, y in zip(xs, ns, strict=True):
+        text = f"{_sig(y)} ns" + (f"\n{fmt_ratio(first / y)}" if first and y > 0 else "")
+        ax.annotate(text, (x, y), ha="center", va="bottom", fontsize=7,
+                    xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(list(xs), [f"{st.index}. {st.name}" for st in steps], rotation=20, ha="right")
+    ax.set_ylabel("median ns per operation")
+    ax.set_ylim(0, max(ns, default=1) * 1.3)
+    ax.set_title(f"{group.name}: cumulative effect of each step (lower is better; "
+                 "× = against step 0)")
+    _footer(fig, label)
+    _save(fig, path)
+
+
 # ---------------------------------------------------------------------------- plots
 
 
@@ -548,6 +651,12 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
         written.add(name)
 
     for g in groups.values():
+        steps = ablation_steps(data, g.name) if g.name.endswith("-ablation") else []
+        if steps:  # a chapter's growing code: its own table and plot
+            write(f"{slug(g.name)}-table.md", ablation_html(g, steps, label))
+            ablation_plot(g, steps, label, out / f"{slug(g.name)}-steps.svg")
+            written.add(f"{slug(g.name)}-steps.svg")
+            continue
         write(f"{slug(g.name)}-table.md", table_html(g, label))
         ops_plot(g, label, out / f"{slug(g.name)}-ops.svg")
         written.add(f"{slug(g.name)}-ops.svg")

@@ -1,4 +1,6 @@
-"""The behavioural suite of the order book, run over naive, optimized and baseline."""
+"""The behavioural suite of the order book, run over naive, optimized and baseline, and
+over chapter 1's steps (optimized.book.book_step: the optimized Book compiled with only
+its first decisions; the last step is Book itself)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import optimized.book
 from contract.dtypes import (
     OP_CANCEL,
     OP_EXECUTE,
@@ -18,12 +21,23 @@ from contract.dtypes import (
     OPS_DTYPE,
     REASON_CODE,
 )
-from tests.conftest import BookImpl
+from tests.conftest import BOOK_IMPLS, BookImpl, load_book_impl
 
 BUY, SELL = 0, 1
 MAX_PRICE = 2**32 - 1
 MAX_QTY = 2**32 - 1
 MAX_ID = 2**64 - 1
+
+STEP_IMPLS = tuple(f"step{i}" for i in range(len(optimized.book.BOOK_STEPS) - 1))
+
+
+@pytest.fixture(params=BOOK_IMPLS + STEP_IMPLS)
+def impl(request: pytest.FixtureRequest) -> BookImpl:
+    """The twins and the baseline (tests/conftest.py), then each of chapter 1's steps."""
+    name = str(request.param)
+    if name.startswith("step"):
+        return BookImpl(name, optimized.book, optimized.book.book_step(int(name[4:])))
+    return load_book_impl(name)
 
 
 def as_tuples(fills: Any) -> list[tuple[int, int, int, int, int]]:

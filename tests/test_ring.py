@@ -31,6 +31,19 @@ def test_ring_passes_tens_of_millions_in_order(capacity: int) -> None:
     assert in_order  # and wrapped around the capacity items / capacity times
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("cached", [False, True])
+@pytest.mark.parametrize("own_lines", [False, True])
+@pytest.mark.parametrize("capacity", [2, 64])
+def test_every_ring_variant_passes_items_in_order(capacity: int, cached: bool,
+                                                  own_lines: bool) -> None:
+    """Chapter 6's ablation switches the ring's cached indices and separate lines off: each
+    variant must still pass every item, in order, through many wrap-arounds."""
+    received, in_order, _ = _native.ring_stress_variant(500_000, capacity, "yield", cached,
+                                                        own_lines)
+    assert received == 500_000 and in_order
+
+
 @pytest.mark.parametrize("capacity", [2, 64, 1024, 4096, 1 << 16])
 def test_ring_slots_start_on_a_cache_line(capacity: int) -> None:
     # 64-byte items: one item, one line, only if the first slot starts on a line. (malloc

@@ -16,6 +16,12 @@ book) against the naive twin, then times it on fresh books.
 The speed targets of chapter 1 are judged on the paired tests at the end (group
 "paired", tests/bench/paired.py): the two sides interleaved in one process, the median of
 the per-pair ratios.
+
+Group "book-ablation": chapter 1's steps (``optimized.book.book_step``: native/book.hpp
+compiled with only its first decisions, the last step being Book), each on the same
+realistic workload, timed as ``stepN-cpp`` (the apply loop inside C++, no Python), and
+each step paired against the one before it (keys ``book-step-<name>``), which is what the
+chapter's table of the cumulative effect reads.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+import optimized.book
 from contract.dtypes import OP_CANCEL, OP_LIMIT, OPS_DTYPE
 from tests.bench import valgrind
 from tests.bench.conftest import SMALL, cached_flow
@@ -61,6 +68,8 @@ INCLUDES = {
 
 def new_book(impl: str) -> Any:
     twin = impl.split("-")[0]
+    if twin.startswith("step"):  # chapter 1's steps: step0 .. stepN (the last is Book)
+        return optimized.book.book_step(int(twin[len("step"):]))()
     return load_book_impl(twin).new()
 
 
@@ -390,3 +399,36 @@ def book_counts(impl: str, workload: str) -> dict[str, float]:
              f"ops = WORKLOADS[{workload!r}][1]()\n"
              f"def run(book):\n    {call}\n")
     return valgrind.counts(setup, len(WORKLOADS[workload][1]()))
+
+
+# ------------------------------------------------------------------- ablation
+
+STEPS = optimized.book.BOOK_STEPS
+ABLATION_INCLUDES = ("matching only: the apply loop timed inside C++, no Python; the same "
+                     "realistic stream for every step, a fresh book each round")
+
+
+@pytest.mark.benchmark(group="book-ablation")
+@pytest.mark.parametrize("impl", [f"step{i}-cpp" for i in range(len(STEPS))])
+def test_ablation(benchmark: Any, impl: str) -> None:
+    """One of chapter 1's steps on the realistic stream (results checked against naive,
+    through apply() and apply_ns(), first)."""
+    step = int(impl.split("-")[0][len("step"):])
+    check(f"step{step}-batch", "realistic")
+    benchmark.extra_info.update(step=step, step_name=STEPS[step][0], adds=STEPS[step][1])
+    timed(benchmark, impl, "realistic", 31, REALISTIC_N)
+    benchmark.extra_info["includes"] = ABLATION_INCLUDES
+    if valgrind.available(SMALL):  # deterministic counts beside the time
+        benchmark.extra_info["valgrind"] = book_counts(impl, "realistic")
+
+
+@pytest.mark.benchmark(group="paired")
+@pytest.mark.parametrize("step", range(1, len(STEPS)))
+def test_paired_ablation_step(benchmark: Any, step: int) -> None:
+    """Step ``step`` against the step before it, interleaved: what this one decision buys."""
+    fast_impl, slow_impl = f"step{step}-cpp", f"step{step - 1}-cpp"
+    check(f"step{step}-batch", "realistic")
+    check(f"step{step - 1}-batch", "realistic")
+    paired(benchmark, f"book-step-{STEPS[step][0]}", side(fast_impl, "realistic"),
+           side(slow_impl, "realistic"), pairs=21, warmup=1, workload="realistic",
+           includes=ABLATION_INCLUDES, step=step)

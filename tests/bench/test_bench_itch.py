@@ -22,11 +22,15 @@ naive twin. The day is drawn once and kept in out/cache. What each one includes:
 
 None includes file I/O or decompression: the buffer is already in memory.
 ``extra_info`` carries bytes and messages so scripts can compute throughput and ratios.
+
+Group "itch-ablation" (at the end): optimized.itch.decode with its two decisions (the VBMI
+loop, recycled output blocks) added one at a time, each step paired with the one before.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -143,3 +147,84 @@ def test_bench_itch_decode(
         benchmark.pedantic(run, rounds=2, iterations=1, warmup_rounds=0)
     else:
         benchmark.pedantic(run, setup=setup, rounds=20, iterations=1, warmup_rounds=2)
+
+
+# ------------------------------------------------------------------- ablation
+# Chapter 3's decisions one at a time, in the style of chapter 1's steps (group
+# "itch-ablation": scripts/figures.py's table of steps): every step decodes the same day
+# through optimized.itch.decode, and each is paired with the step before it (paired
+# records itch-step-<name>). The loop switch (itch_simd) is process-wide: each run sets it
+# for itself, and it is back on after each test.
+ITCH_STEPS = (
+    ("portable", "the portable scalar loop, writing a freshly allocated output block"),
+    ("vbmi", "the AVX-512 VBMI loop where the CPU has it (else the portable loop again)"),
+    ("recycled", "output blocks recycled between calls (= optimized.itch.decode)"),
+)
+ITCH_ABLATION_INCLUDES = ("decode from memory through optimized.itch.decode, the Python face "
+                          "included; fresh blocks: their page faults included")
+
+
+def itch_step_setup(step: int) -> Callable[[], None]:
+    """Before a run of ``step``: the loop it uses, and (before step 2) no recycled blocks."""
+    def setup() -> None:
+        _native.itch_simd(step >= 1)
+        if step < 2:
+            _native.itch_release_pool()
+    return setup
+
+
+@pytest.fixture
+def simd_back_on() -> Iterator[None]:
+    try:
+        yield
+    finally:
+        _native.itch_simd(True)
+
+
+def check_itch_step(step: int, day: bytes, expected: tuple[np.ndarray, dict[str, int]]) -> None:
+    itch_step_setup(step)()
+    events, counts = optimized_itch.decode(day)
+    assert counts == expected[1] and events.tobytes() == expected[0].tobytes()
+
+
+@pytest.mark.benchmark(group="itch-ablation")
+@pytest.mark.parametrize("step", range(len(ITCH_STEPS)))
+def test_itch_ablation(benchmark: Any, step: int, day: bytes,
+                       expected: tuple[np.ndarray, dict[str, int]], simd_back_on: None) -> None:
+    check_itch_step(step, day, expected)
+    name, adds = ITCH_STEPS[step]
+    benchmark.extra_info.update(bytes=len(day), messages=N, impl=f"step{step}", ops=N,
+                                workload="day", step=step, step_name=name, adds=adds,
+                                includes=f"{ITCH_ABLATION_INCLUDES}; the VBMI step here: "
+                                         f"{vbmi_loop()}")
+    setup = itch_step_setup(step)
+    benchmark.pedantic(lambda: optimized_itch.decode(day), setup=setup, rounds=20,
+                       iterations=1, warmup_rounds=2)
+
+
+@pytest.mark.benchmark(group="paired")
+@pytest.mark.parametrize("step", range(1, len(ITCH_STEPS)))
+def test_paired_itch_step(benchmark: Any, step: int, day: bytes,
+                          expected: tuple[np.ndarray, dict[str, int]], simd_back_on: None) -> None:
+    """Step ``step`` of chapter 3 against the step before it, interleaved."""
+    from tests.bench.paired import Side, paired
+
+    check_itch_step(step, day, expected)
+    check_itch_step(step - 1, day, expected)
+
+    # paired() makes both sides' state before running either, so each run sets its own
+    # loop and blocks first (untimed) and times only the decode.
+    def side(s: int) -> Side:
+        prepare = itch_step_setup(s)
+
+        def run(_: object) -> float:
+            prepare()
+            start = time.perf_counter()
+            optimized_itch.decode(day)
+            return time.perf_counter() - start
+
+        return Side(f"step{s}-{ITCH_STEPS[s][0]}", run, ops=N)
+
+    paired(benchmark, f"itch-step-{ITCH_STEPS[step][0]}", side(step), side(step - 1), pairs=11,
+           warmup=1, workload="day", includes=ITCH_ABLATION_INCLUDES, step=step,
+           loop=vbmi_loop())

@@ -13,6 +13,9 @@ market, with the fills CSV written to a file.
                             file in chunks + market.run + fills CSV written from Python
 
 Each first checks its fills CSV against the naive pipeline's on a 20,000-message prefix.
+
+Group "ring-ablation" (at the end): the SPSC ring alone, its decisions taken away one at a
+time, each step paired with the one before it.
 """
 
 from __future__ import annotations
@@ -121,3 +124,55 @@ def test_bench_stage_counters(benchmark: Any, impl: str, workload: str,
 
     benchmark.pedantic(run, rounds=3, iterations=1, warmup_rounds=1)
 # --8<-- [end:sharing]
+
+
+# ------------------------------------------------------------------- ablation
+# The SPSC ring's decisions one at a time, in the style of chapter 1's steps (group
+# "ring-ablation": scripts/figures.py's table of steps): two threads pass RING_ITEMS
+# numbers through a ring of RING_CAPACITY slots (optimized._native.ring_stress_variant:
+# SpscRing's template parameters), each step paired with the one before it (paired
+# records ring-step-<name>). Both threads wait by yielding, as the pipeline does on a
+# machine without free cores.
+RING_ITEMS = 200_000 if SMALL else 5_000_000
+RING_CAPACITY = 1024
+RING_STEPS = (
+    ("shared-line", "head, tail and both cached copies on one cache line, no copies used"),
+    ("own-lines", "head and tail each on a cache line of its own"),
+    ("cached-indices", "each side reads the other's index only when its copy says full "
+                       "or empty (= the pipeline's ring)"),
+)
+RING_INCLUDES = ("two threads, one ring, items pushed and popped (yield when full or "
+                 "empty); thread start and join included")
+
+
+def ring_run(step: int) -> float:
+    """One run of ``step``: seconds, measured inside C++; checks order and count."""
+    from optimized import _native
+
+    received, in_order, seconds = _native.ring_stress_variant(
+        RING_ITEMS, RING_CAPACITY, "yield", step >= 2, step >= 1)
+    assert received == RING_ITEMS and in_order
+    return float(seconds)
+
+
+@pytest.mark.benchmark(group="ring-ablation")
+@pytest.mark.parametrize("step", range(len(RING_STEPS)))
+def test_ring_ablation(benchmark: Any, step: int) -> None:
+    ring_run(step)
+    name, adds = RING_STEPS[step]
+    benchmark.extra_info.update(ops=RING_ITEMS, impl=f"step{step}", workload="items",
+                                step=step, step_name=name, adds=adds, includes=RING_INCLUDES)
+    benchmark.pedantic(lambda: ring_run(step), rounds=11, iterations=1, warmup_rounds=1)
+
+
+@pytest.mark.benchmark(group="paired")
+@pytest.mark.parametrize("step", range(1, len(RING_STEPS)))
+def test_paired_ring_step(benchmark: Any, step: int) -> None:
+    """Step ``step`` of the ring against the step before it, interleaved."""
+    from tests.bench.paired import Side, paired
+
+    def side(s: int) -> Side:
+        return Side(f"step{s}-{RING_STEPS[s][0]}", lambda _: ring_run(s), ops=RING_ITEMS)
+
+    paired(benchmark, f"ring-step-{RING_STEPS[step][0]}", side(step), side(step - 1),
+           pairs=21, warmup=1, workload="items", includes=RING_INCLUDES, step=step)
