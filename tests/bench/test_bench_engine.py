@@ -26,6 +26,9 @@ Python thread of its own while its C++ core parses and applies, as its README de
 * ``locates`` (memory): 65,536 locates (every u16 value) with 1 or 4 orders each, applied in
   book mode in a fresh process; its peak RSS (the whole process: Python, numpy and the
   books) is recorded as a measured value, the time as the row.
+* ``market-ablation`` (chapter 5's prefetching, in the style of chapter 1's steps): the
+  20M-message day replayed through ``Market.run_file`` without and with the look-ahead
+  prefetches (``set_lookahead``), paired (record ``market-step-prefetch``).
 * ``full-day`` (``make bench-day`` only): a 270M-message day (a real NASDAQ day's size),
   generated, then replayed (``twinmatch.replay.replay``, what ``twinmatch replay`` runs) in
   a fresh process: its wall time and peak RSS (VmHWM).
@@ -76,7 +79,8 @@ INCLUDES = {
     "day": "book mode, the same raw ITCH file: read + decode + apply to every book "
            "(itch-book: its Feed.batches with no table, as `itch2parquet verify`)",
     "uniform": "match mode, the same decoded events in memory: matching + one call + fills "
-               "array + a fresh book per round; no parse",
+               "array + a fresh book per round (the reference: its arrays made again, the same "
+               "56-byte records read in its loop); no parse",
     "growth": "book mode, optimized replay of days of equal length at each symbol count",
     "locates": "book mode, 65,536 locates: time to apply their adds (peak RSS recorded)",
     "full-day": "replay of a generated 270M-message day in a fresh process (what twinmatch "
@@ -285,6 +289,54 @@ def test_paired_engine_growth(benchmark: Any, days: dict[str, tuple[Path, str]])
                 ops=GROWTH_N)
     paired(benchmark, "engine-growth", fast, slow, pairs=11, warmup=1, workload="growth",
            messages=GROWTH_N, includes=INCLUDES["growth"])
+
+
+# ------------------------------------------------------- 3b. prefetching, ablated
+
+MARKET_STEPS = (
+    ("no-prefetch", "the market's loop without look-ahead (set_lookahead(False))"),
+    ("prefetch", "each message asks for the reference slot 4 records ahead and the order "
+                 "node 2 ahead (= twinmatch replay)"),
+)
+MARKET_ABLATION_INCLUDES = ("book mode, Market.run_file over the 20M-message, 4,000-symbol "
+                            "day: read + decode + apply; a fresh market per round")
+
+
+def market_step_run(step: int, path: Path) -> Callable[[], object]:
+    def run() -> object:
+        from optimized.market import Market
+
+        m = Market("book")
+        m.set_lookahead(step == 1)
+        for _ in m.run_file(path):
+            pass
+        return m
+    return run
+
+
+@pytest.mark.benchmark(group="market-ablation")
+@pytest.mark.parametrize("step", range(len(MARKET_STEPS)))
+def test_market_ablation(benchmark: Any, step: int, days: dict[str, tuple[Path, str]]) -> None:
+    path, books = days["day20m-4000"]
+    messages = DAYS["day20m-4000"][0]
+    market: Any = market_step_run(step, path)()
+    assert market.books_csv() == books
+    name, adds = MARKET_STEPS[step]
+    benchmark.extra_info.update(ops=messages, messages=messages, impl=f"step{step}",
+                                workload="day20m-4000", step=step, step_name=name, adds=adds,
+                                includes=MARKET_ABLATION_INCLUDES)
+    benchmark.pedantic(market_step_run(step, path), rounds=5, iterations=1)
+
+
+@pytest.mark.benchmark(group="paired")
+def test_paired_market_step(benchmark: Any, days: dict[str, tuple[Path, str]]) -> None:
+    """Chapter 5's prefetching against the same loop without it, interleaved."""
+    path, _ = days["day20m-4000"]
+    messages = DAYS["day20m-4000"][0]
+    fast = Side("step1-prefetch", wall(market_step_run(1, path)), ops=messages)
+    slow = Side("step0-no-prefetch", wall(market_step_run(0, path)), ops=messages)
+    paired(benchmark, "market-step-prefetch", fast, slow, pairs=11, warmup=1, step=1,
+           workload="day20m-4000", includes=MARKET_ABLATION_INCLUDES)
 
 
 # ------------------------------------------------------------ 4. 65,536 locates
