@@ -249,7 +249,10 @@ def read_snapshot(path: str | os.PathLike[str]) -> tuple[int, np.ndarray]:
     if zlib.crc32(data[:-CRC.size]) != crc:
         raise JournalError(f"snapshot: at byte offset {len(data) - CRC.size}: CRC-32 does "
                            "not match", len(data) - CRC.size)
-    ops = np.frombuffer(data, OPS_DTYPE, count=rows, offset=SNAPSHOT_HEADER.size).copy()
+    # Over a bytearray, not .copy(): numpy copies a padded dtype field by field, leaving
+    # the padding bytes undefined.
+    body = bytearray(data[SNAPSHOT_HEADER.size:SNAPSHOT_HEADER.size + rows * OPS_DTYPE.itemsize])
+    ops = np.frombuffer(body, OPS_DTYPE)
     if rows and (ops["op"] != OP_LIMIT).any():
         at = int(np.flatnonzero(ops["op"] != OP_LIMIT)[0])
         raise JournalError(f"snapshot: at byte offset {SNAPSHOT_HEADER.size + 32 * at}: "

@@ -102,6 +102,8 @@ class JournalWriter:
     # --8<-- [start:append]
     def append(self, ops: np.ndarray) -> int:
         """Journal every row of ``ops`` in order; returns the last sequence number given."""
+        if self._fd < 0:
+            raise ValueError("journal: the writer is closed")
         rows = as_records(ops, OPS_DTYPE, "ops")
         raw = rows.tobytes()
         size = OPS_DTYPE.itemsize
@@ -124,7 +126,9 @@ class JournalWriter:
         return time.monotonic_ns() - self._last_flush >= self.interval_ns
 
     def flush(self) -> None:
-        """Hand every pending record to the OS (and fsync if asked): all are acknowledged."""
+        """Hand every pending record to the OS (and fsync if asked): all are acknowledged.
+
+        A closed writer has nothing pending: flushing it does nothing."""
         if self._pending:
             self._write(bytes(self._pending))
             self._pending.clear()
@@ -197,7 +201,9 @@ def read_journal(path: str | os.PathLike[str]) -> tuple[np.ndarray, JournalScan]
         last_seq = seq
         rows.append(payload[SEQUENCE.size:])
         offset += RECORD_SIZE
-    ops = np.frombuffer(b"".join(rows), dtype=OPS_DTYPE).copy()
+    # A bytearray, not bytes + .copy(): numpy copies a dtype with padding field by
+    # field, leaving the padding bytes undefined, and the twins compare ops as bytes.
+    ops = np.frombuffer(bytearray(b"".join(rows)), dtype=OPS_DTYPE)
     torn = len(data) - offset
     return ops, JournalScan(len(rows), first_seq, last_seq, offset,
                             offset if torn else -1, torn)

@@ -189,7 +189,9 @@ void register_journal(nb::module_& m) {
             "ops"_a.none(),
             nb::sig("def append(self, ops: numpy.typing.NDArray[numpy.void]) -> int"),
             "Journal every row; returns the last sequence number given.")
-        .def("flush", [](BoundWriter& b) { b.check(b.open_writer().flush()); })
+        .def("flush", [](BoundWriter& b) {  // a closed writer has nothing pending
+            if (b.w.is_open()) b.check(b.w.flush());
+        })
         .def("close", [](BoundWriter& b) { b.check(b.w.close()); })
         .def_prop_ro("next_seq", [](BoundWriter& b) { return b.w.next_seq(); })
         .def_prop_ro("flushed_seq", [](BoundWriter& b) { return b.w.flushed_seq(); })
