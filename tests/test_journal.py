@@ -18,6 +18,7 @@ import time
 import zlib
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -89,7 +90,7 @@ def golden_ops() -> np.ndarray:
 
 
 def record(twin: ModuleType, path: Path, ops: np.ndarray, chunk: int = 7,
-           **writer: object) -> tuple[object, list[np.ndarray], list[np.ndarray]]:
+           **writer: Any) -> tuple[Any, list[np.ndarray], list[np.ndarray]]:
     """Run ``ops`` through a journaled engine in chunks; (engine, fills, rejects)."""
     fills, rejects = [], []
     with twin.JournalWriter(path, **writer) as w:

@@ -327,11 +327,9 @@ def _fills_equal(a: np.ndarray | None, b: np.ndarray | None) -> bool:
 
 def _journal_twin(impl: str) -> Any:
     """naive.journal or optimized.journal: the same API."""
-    if impl == "naive":
-        import naive.journal as twin
-    else:
-        import optimized.journal as twin
-    return twin
+    import importlib
+
+    return importlib.import_module(f"{impl}.journal")
 
 
 def _journal_input(args: argparse.Namespace) -> np.ndarray:
