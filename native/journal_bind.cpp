@@ -198,7 +198,7 @@ void register_journal(nb::module_& m) {
         .def_prop_ro("flushes", [](BoundWriter& b) { return b.w.flushes(); });
 
     nb::class_<SnapshotBook>(m, "SnapshotBook",
-                             "The optimized Book (native/book.hpp) with its resting orders "
+                             "The optimized Book (native/book.hpp), its resting orders\n"
                              "listable in queue order, for snapshots.")
         .def(nb::init<>())
         .def(

@@ -623,7 +623,8 @@ class JournalWriterCore:
 
 class SnapshotBook:
     """
-    The optimized Book (native/book.hpp) with its resting orders listable in queue order, for snapshots.
+    The optimized Book (native/book.hpp), its resting orders
+    listable in queue order, for snapshots.
     """
 
     def __init__(self) -> None: ...
