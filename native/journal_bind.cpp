@@ -8,6 +8,7 @@
 #include <nanobind/stl/tuple.h>
 
 #include <cerrno>
+#include <stdexcept>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,13 +44,26 @@ nb::object to_numpy(std::vector<T>& v, const char* dtype_name) {
     throw nb::python_error();
 }
 
+// A flag set while a call runs with the GIL released, so that a second thread cannot
+// use the same object meanwhile (it is only read and written with the GIL held).
+struct Busy {
+    bool& flag;
+    explicit Busy(bool& f) : flag(f) {
+        if (flag) throw std::runtime_error("journal: busy in another thread");
+        flag = true;
+    }
+    ~Busy() { flag = false; }
+};
+
 struct BoundWriter {
     journal::Writer w;
     std::string path;
+    bool busy = false;
     void check(int e) {
         if (e != 0) raise_errno(e, path);
     }
     journal::Writer& open_writer() {
+        if (busy) throw std::runtime_error("journal: busy in another thread");
         if (!w.is_open()) throw nb::value_error("journal: the writer is closed");
         return w;
     }
@@ -75,6 +89,7 @@ struct SnapshotBook {
     Book book;
     std::vector<FillRecord> fills;
     std::vector<RejectRecord> rejects;
+    bool busy = false;  // apply() runs with the GIL released: see Busy
 
     // One op, dispatched as Book.apply does (the same reasons in the same order).
     void apply_one(const OpRecord& op, std::uint32_t at, Sink& sink) {
@@ -179,6 +194,7 @@ void register_journal(nb::module_& m) {
                 RecordsView view(ops, "OPS_DTYPE", "ops");
                 int e;
                 {
+                    Busy guard(b.busy);
                     nb::gil_scoped_release nogil;
                     e = w.append(static_cast<const OpRecord*>(view.data()),
                                  view.bytes() / sizeof(OpRecord));
@@ -190,9 +206,12 @@ void register_journal(nb::module_& m) {
             nb::sig("def append(self, ops: numpy.typing.NDArray[numpy.void]) -> int"),
             "Journal every row; returns the last sequence number given.")
         .def("flush", [](BoundWriter& b) {  // a closed writer has nothing pending
-            if (b.w.is_open()) b.check(b.w.flush());
+            if (b.w.is_open()) b.check(b.open_writer().flush());
         })
-        .def("close", [](BoundWriter& b) { b.check(b.w.close()); })
+        .def("close", [](BoundWriter& b) {
+            if (b.busy) throw std::runtime_error("journal: busy in another thread");
+            b.check(b.w.close());
+        })
         .def_prop_ro("next_seq", [](BoundWriter& b) { return b.w.next_seq(); })
         .def_prop_ro("flushed_seq", [](BoundWriter& b) { return b.w.flushed_seq(); })
         .def_prop_ro("flushes", [](BoundWriter& b) { return b.w.flushes(); });
@@ -208,6 +227,7 @@ void register_journal(nb::module_& m) {
                 const auto* rows = static_cast<const OpRecord*>(view.data());
                 std::size_t n = view.bytes() / sizeof(OpRecord);
                 if (n > 0xFFFF'FFFFull) throw nb::value_error("apply: at most 2^32-1 operations");
+                Busy guard(b.busy);
                 b.fills.clear();
                 b.rejects.clear();
                 b.fills.reserve(std::min<std::size_t>(n, std::size_t(1) << 21));
@@ -230,10 +250,14 @@ void register_journal(nb::module_& m) {
         .def(
             "resting_orders",
             [](const SnapshotBook& b) {
+                if (b.busy) throw std::runtime_error("journal: busy in another thread");
                 std::vector<OpRecord> rows = b.resting();
                 return to_numpy(rows, "OPS_DTYPE");
             },
             nb::sig("def resting_orders(self) -> numpy.typing.NDArray[numpy.void]"),
             "The book as OP_LIMIT rows in snapshot order (contract.journal).")
-        .def("__len__", [](const SnapshotBook& b) { return b.book.size(); });
+        .def("__len__", [](const SnapshotBook& b) {
+            if (b.busy) throw std::runtime_error("journal: busy in another thread");
+            return b.book.size();
+        });
 }
