@@ -539,7 +539,7 @@ op_rows = st.tuples(
 @given(st.lists(st.lists(op_rows, max_size=30), max_size=4))
 def test_engines_agree_on_random_commands(batches: list[list[tuple[int, ...]]]) -> None:
     """The optimized engine's own dispatch (SnapshotBook) against the naive Book.apply."""
-    engines = [naive.journal.Engine(), optimized.journal.Engine()]
+    engines: list[Any] = [naive.journal.Engine(), optimized.journal.Engine()]
     for batch in batches:
         ops = records(batch, OPS_DTYPE)
         (nf, nr), (of, orj) = (e.apply(ops) for e in engines)
