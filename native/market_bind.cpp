@@ -302,8 +302,8 @@ void register_market(nb::module_& m) {
                     {"pool_chunks", w.pool_chunks}, {"window_cap", b.market.window_cap()}};
                 return d;
             },
-            "How the price windows are sized now: sides with a window, their levels, the "
-            "largest, levels in the far maps, window moves so far, order-pool chunks, the cap.")
+            "How the price windows are sized now.\n\nSides with a window, their levels, the "
+            "largest,\nlevels in the far maps, window moves so far, order-pool chunks, the cap.")
         .def(
             "books_csv", [](BoundMarket& b) { return text(b.idle().books_csv()); },
             "Every resting order as the books CSV (DESIGN.md), header included.");

@@ -750,7 +750,10 @@ class Market:
 
     def window_stats(self) -> dict[str, int]:
         """
-        How the price windows are sized now: sides with a window, their levels, the largest, levels in the far maps, window moves so far, order-pool chunks, the cap.
+        How the price windows are sized now.
+
+        Sides with a window, their levels, the largest,
+        levels in the far maps, window moves so far, order-pool chunks, the cap.
         """
 
     def books_csv(self) -> str:
@@ -913,3 +916,60 @@ def contract_tables() -> dict[str, Any]:
     """
     The C++ twins' codes and record layouts (tests/test_contract.py checks them).
     """
+
+JOURNAL_RECORD_SIZE: int = 48
+
+JOURNAL_BUFFER_RECORDS: int = 4096
+
+def journal_crc32(data: bytes, crc: int = 0) -> int:
+    """CRC-32 of bytes, equal to zlib.crc32(data, crc)."""
+
+def journal_scan(
+    data: bytes,
+) -> tuple[int, int, int, int, int, int, int, int, int, numpy.typing.NDArray[numpy.void]]:
+    """
+    Check a journal's bytes: (code, offset, value, expected, records, last_seq,
+    valid_end, torn_offset, torn_bytes, ops). code 0 is ok; see contract.journal.
+    """
+
+class JournalWriterCore:
+    """The C++ journal writer; optimized.journal.JournalWriter wraps it."""
+
+    def __init__(
+        self,
+        path: str,
+        policy: int,
+        batch: int,
+        interval_ns: int,
+        fsync: bool,
+        resume_at: int,
+        next_seq: int,
+    ) -> None: ...
+    def append(self, ops: numpy.typing.NDArray[numpy.void]) -> int:
+        """Journal every row; returns the last sequence number given."""
+
+    def flush(self) -> None: ...
+    def close(self) -> None: ...
+    @property
+    def next_seq(self) -> int: ...
+    @property
+    def flushed_seq(self) -> int: ...
+    @property
+    def flushes(self) -> int: ...
+
+class SnapshotBook:
+    """
+    The optimized Book (native/book.hpp), its resting orders
+    listable in queue order, for snapshots.
+    """
+
+    def __init__(self) -> None: ...
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+        """As Book.apply: (fills FILL_DTYPE, rejects REJECT_DTYPE)."""
+
+    def resting_orders(self) -> numpy.typing.NDArray[numpy.void]:
+        """The book as OP_LIMIT rows in snapshot order (contract.journal)."""
+
+    def __len__(self) -> int: ...

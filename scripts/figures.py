@@ -515,6 +515,53 @@ def ablation_plot(group: Group, steps: list[Step], label: str, path: Path) -> No
                  "× = against step 0)")
     _footer(fig, label)
     _save(fig, path)
+# Groups whose paired records (tests/bench/paired.py) get a table of their own,
+# <group>-paired-table.md, and numbers paired-<key> / paired-<key>-iqr: ratios that are
+# the chapter's claims but not speed targets of scripts/targets.py.
+PAIRED_TABLE_GROUPS = ("journal",)
+
+
+def paired_records(data: dict[str, Any], group: str) -> list[dict[str, Any]]:
+    """The paired summaries of one benchmark group, in the run's order."""
+    out = []
+    for raw in data.get("benchmarks", []):
+        rec = (raw.get("extra_info") or {}).get("paired")
+        if raw.get("group") == group and isinstance(rec, dict):
+            out.append({**rec, "includes": (raw.get("extra_info") or {}).get("includes", "")})
+    return out
+
+
+def paired_table_html(group: str, records: list[dict[str, Any]], label: str) -> str:
+    e = html.escape
+    lines = [f'<div class="tm-bench" data-group="{e(group)}-paired">', "<table>",
+             f"<caption>Paired measurements of group <code>{e(group)}</code>: the fast and "
+             "the slow side interleaved in one process; the ratio is the median of the "
+             "per-pair ratios (slow time per op over fast), with its interquartile "
+             "range.</caption>",
+             "<thead><tr><th>pair</th><th>fast / slow</th><th>ratio (median, IQR)</th>"
+             "<th>median per op (fast / slow)</th><th>pairs</th></tr></thead>", "<tbody>"]
+    for r in records:
+        lines.append(
+            f'<tr><th scope="row">{e(str(r["key"]))}</th>'
+            f"<td>{e(str(r['fast']))} / {e(str(r['slow']))}</td>"
+            f"<td><strong>{fmt_ratio(r['median'])}</strong> <small>(IQR "
+            f"{fmt_ratio(r['q1'])}–{fmt_ratio(r['q3'])})</small></td>"
+            f"<td>{fmt_time(r['fast_s_per_op'])} / {fmt_time(r['slow_s_per_op'])}</td>"
+            f"<td>{r['pairs']}</td></tr>")
+    lines.append("</tbody></table>")
+    notes = [e(text) for text in dict.fromkeys(str(r.get("includes", "")) for r in records)
+             if text]
+    notes.append(f"Measured on: {e(label)}")
+    lines += ['<p class="tm-bench-note">' + "<br>".join(notes) + "</p>", "</div>", ""]
+    return "\n".join(lines)
+
+
+def paired_numbers(records: list[dict[str, Any]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for r in records:
+        out[f"paired-{r['key']}"] = fmt_ratio(r["median"])
+        out[f"paired-{r['key']}-iqr"] = f"{fmt_ratio(r['q1'])}–{fmt_ratio(r['q3'])}"
+    return out
 
 
 # ---------------------------------------------------------------------------- plots
@@ -669,12 +716,19 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
     results = targets.evaluate(data) if groups else []
     if results:
         write("targets-table.md", targets_html(results, data, label))
+    extra_numbers: dict[str, str] = {}
+    for group in PAIRED_TABLE_GROUPS:
+        records = paired_records(data, group)
+        if records:
+            write(f"{group}-paired-table.md", paired_table_html(group, records, label))
+            extra_numbers.update(paired_numbers(records))
     for group in sorted(want.tables):
         if f"{group}-table.md" not in written:
             write(f"{group}-table.md", missing_table_html(group, source))
             placeholders.append(f"table of group {group!r}")
     values = numbers(groups, label)
     values.update(target_numbers(results))
+    values.update(extra_numbers)
     for name in sorted(want.numbers - values.keys()):
         values[name] = MISSING_NUMBER
         placeholders.append(f"number {name!r}")

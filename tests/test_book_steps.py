@@ -24,10 +24,10 @@ from hypothesis import strategies as st
 
 import naive.book as naive
 import optimized._native as native
+from contract.dtypes import OPS_DTYPE
 from optimized.book import BOOK_STEPS, Book, BookStep0, book_step
 from tests.bench.conftest import cached_flow
 from tests.test_book_differential_native import BATCH_OP, STREAMS, call, normalise, state
-from contract.dtypes import OPS_DTYPE
 
 STEPS = range(len(BOOK_STEPS))
 ROOT = Path(__file__).resolve().parent.parent

@@ -323,6 +323,220 @@ def _fills_equal(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     return len(a) == len(b) and bool((a == b).all())
 
 
+# --------------------------------------------------------------- journal (chapter 11)
+
+def _journal_twin(impl: str) -> Any:
+    """naive.journal or optimized.journal: the same API."""
+    import importlib
+
+    return importlib.import_module(f"{impl}.journal")
+
+
+def _journal_input(args: argparse.Namespace) -> np.ndarray:
+    """The commands: an OPS_DTYPE .npy file (--input), or generated (--ops, --seed)."""
+    import numpy as np
+
+    from contract.dtypes import OPS_DTYPE, as_records
+    from twinmatch.flow import order_flow
+
+    if args.input is not None:
+        return as_records(np.load(args.input, allow_pickle=False), OPS_DTYPE, "--input")
+    return order_flow(args.ops, args.seed, bad_fraction=args.bad_fraction)
+
+
+class _Digest:
+    """SHA-256 of the fills CSV (as fed, in order) and of the final books CSV."""
+
+    def __init__(self) -> None:
+        import hashlib
+
+        from twinmatch.replay import FILLS_HEADER
+
+        self.fills = hashlib.sha256(FILLS_HEADER.encode())
+        self.count = 0
+
+    def add(self, fills: np.ndarray) -> None:
+        import io
+
+        from twinmatch.replay import write_fills
+
+        text = io.StringIO()
+        write_fills(text, fills)
+        self.fills.update(text.getvalue().encode())
+        self.count += len(fills)
+
+    def lines(self, books: str) -> list[str]:
+        import hashlib
+
+        rows = books.count("\n") - 1  # less the header
+        return [f"fills {self.count} sha256:{self.fills.hexdigest()}",
+                f"books {rows} sha256:{hashlib.sha256(books.encode()).hexdigest()}"]
+
+
+def _writer(twin: Any, args: argparse.Namespace, resume: bool) -> Any:
+    if args.chunk < 1:
+        raise ValueError(f"--chunk must be >= 1, got {args.chunk}")
+    return twin.JournalWriter(args.journal, args.policy, batch=args.batch,
+                              interval_ms=args.interval_ms, fsync=args.fsync, resume=resume)
+
+
+def journal_record(args: argparse.Namespace) -> int:
+    """Run commands through a journaled engine; print the journal's size and the digests."""
+    from contract.journal import JournalError, books_csv
+
+    twin = _journal_twin(args.impl)
+    try:
+        ops = _journal_input(args)
+        writer = _writer(twin, args, resume=False)
+    except (ValueError, TypeError, OSError) as exc:
+        return _bad_argument("journal record", exc)
+    digest = _Digest()
+    engine = twin.Engine(writer)
+    t0 = time.perf_counter()
+    with writer:
+        for at in range(0, len(ops), args.chunk):
+            fills, _ = engine.submit(ops[at:at + args.chunk])
+            digest.add(fills)
+    seconds = time.perf_counter() - t0
+    try:
+        _, scan = twin.read_journal(args.journal)
+    except JournalError as exc:
+        return _feed_error("journal record", exc)
+    print(f"journal {args.journal}: {scan.records:,} records, {scan.valid_end:,} bytes, "
+          f"{writer.flushes:,} flushes (policy {args.policy}), {seconds:.2f} s")
+    print("\n".join(digest.lines(books_csv(engine.resting_orders()))))
+    return 0
+
+
+def journal_replay(args: argparse.Namespace) -> int:
+    """Rebuild the book from a journal (after a snapshot, if given); print the digests."""
+    from contract.journal import JournalError, books_csv
+
+    twin = _journal_twin(args.impl)
+    runs: list[list[str]] = []
+    for _ in range(2 if args.twice else 1):
+        try:
+            engine, scan, fills, _ = twin.Engine.recover(args.journal, args.snapshot)
+        except JournalError as exc:
+            return _feed_error("journal replay", exc)
+        except OSError as exc:
+            return _bad_argument("journal replay", exc)
+        digest = _Digest()
+        digest.add(fills)
+        books = books_csv(engine.resting_orders())
+        runs.append(digest.lines(books))
+    if scan.message():
+        print(scan.message(), file=sys.stderr)
+    print(f"journal {args.journal}: {scan.records:,} records, the book rebuilt up to "
+          f"sequence {engine.applied_seq}")
+    print("\n".join(runs[0]))
+    if args.fills is not None:
+        from twinmatch.replay import FILLS_HEADER, write_fills
+
+        with open(args.fills, "w") as out:
+            out.write(FILLS_HEADER)
+            write_fills(out, fills)
+    if args.books is not None:
+        Path(args.books).write_text(books)
+    if args.twice:
+        same = runs[0] == runs[1]
+        print("replayed twice: " + ("identical" if same else "DIFFERENT"))
+        return 0 if same else 1
+    return 0
+
+
+def journal_run(args: argparse.Namespace) -> int:
+    """A restartable engine: recover from the journal (and snapshot), carry on with the
+    input from the next sequence number, print ``ack SEQ`` once SEQ is flushed.
+
+    What the crash test kills with SIGKILL and starts again (tests/test_journal.py).
+    """
+    from contract.journal import JournalError, books_csv
+
+    twin = _journal_twin(args.impl)
+    try:
+        ops = _journal_input(args)
+        if args.snapshot_every < 1:
+            raise ValueError(f"--snapshot-every must be >= 1, got {args.snapshot_every}")
+    except (ValueError, TypeError, OSError) as exc:
+        return _bad_argument("journal run", exc)
+    try:
+        if Path(args.journal).exists():
+            engine, scan, _, _ = twin.Engine.recover(args.journal, args.snapshot)
+            if scan.message():
+                print(scan.message(), flush=True)
+        else:
+            engine = twin.Engine()
+        engine.journal = _writer(twin, args, resume=True)
+    except JournalError as exc:
+        return _feed_error("journal run", exc)
+    writer = engine.journal
+    print(f"start {engine.applied_seq}", flush=True)
+    acked = writer.flushed_seq
+    since_snapshot = 0
+    with writer:
+        for at in range(engine.applied_seq, len(ops), args.chunk):
+            chunk = ops[at:at + args.chunk]
+            engine.submit(chunk)
+            if writer.flushed_seq != acked:
+                acked = writer.flushed_seq
+                print(f"ack {acked}", flush=True)
+            since_snapshot += len(chunk)
+            if args.snapshot is not None and since_snapshot >= args.snapshot_every:
+                engine.snapshot(args.snapshot)  # flushes the journal first
+                since_snapshot = 0
+    print(f"ack {writer.flushed_seq}", flush=True)
+    books = books_csv(engine.resting_orders())
+    print(f"done {engine.applied_seq} " + digest_books(books), flush=True)
+    return 0
+
+
+def digest_books(books: str) -> str:
+    import hashlib
+
+    return "books sha256:" + hashlib.sha256(books.encode()).hexdigest()
+
+
+def _add_journal_parser(sub: Any) -> None:
+    j = sub.add_parser("journal", help="chapter 11: an input journal, its replay and recovery")
+    j_sub = j.add_subparsers(dest="journal_command", required=True)
+
+    def common(p: argparse.ArgumentParser) -> None:
+        p.add_argument("journal", type=Path, help="the journal file")
+        p.add_argument("--impl", choices=["naive", "optimized"], default="optimized")
+
+    def commands(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--input", type=Path, help="an OPS_DTYPE .npy file of commands")
+        p.add_argument("--ops", type=int, default=100_000, help="else: generated commands")
+        p.add_argument("--seed", type=int, default=1)
+        p.add_argument("--bad-fraction", type=float, default=0.0,
+                       help="share of generated commands the book rejects")
+        p.add_argument("--policy", choices=["every", "batch", "timer"], default="batch",
+                       help="flush every record, every --batch records, or every --interval-ms")
+        p.add_argument("--batch", type=int, default=64)
+        p.add_argument("--interval-ms", type=float, default=5.0)
+        p.add_argument("--fsync", action="store_true", help="fsync at every flush")
+        p.add_argument("--chunk", type=int, default=256, help="commands per submit")
+
+    rec = j_sub.add_parser("record", help="run commands through a journaled engine")
+    common(rec)
+    commands(rec)
+    rec.set_defaults(func=journal_record)
+    rep = j_sub.add_parser("replay", help="rebuild the book from a journal; print digests")
+    common(rep)
+    rep.add_argument("--snapshot", type=Path, help="start from this snapshot")
+    rep.add_argument("--fills", type=Path, help="write the fills CSV here")
+    rep.add_argument("--books", type=Path, help="write the final books CSV here")
+    rep.add_argument("--twice", action="store_true", help="replay twice and compare")
+    rep.set_defaults(func=journal_replay)
+    run = j_sub.add_parser("run", help="a restartable engine (recovers, then carries on)")
+    common(run)
+    commands(run)
+    run.add_argument("--snapshot", type=Path, help="snapshot file (read and written)")
+    run.add_argument("--snapshot-every", type=int, default=1000, metavar="N")
+    run.set_defaults(func=journal_run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="twinmatch", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -383,6 +597,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("file", type=Path)
     c.add_argument("--mode", choices=["book", "match"], default="book")
     c.set_defaults(func=compare_cmd)
+    _add_journal_parser(sub)
     return parser
 
 
