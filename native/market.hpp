@@ -228,21 +228,13 @@ public:
 
     [[gnu::always_inline]] std::uint32_t find(std::uint64_t ref) const {  // value or kAbsent
         if (ref >= kDirect) [[unlikely]] return far_find(ref);
-        std::uint64_t hi = ref >> (kSlotBits + kPageBits);
-        if (hi >= top_.size()) return kAbsent;
-        const Block* b = top_[hi];
-        if (b == nullptr) return kAbsent;
-        const Page* p = b->pages[(ref >> kSlotBits) & (kPages - 1)];
-        if (p == nullptr) return kAbsent;
-        return p->slot[ref & (kSlots - 1)] - 1;  // 0 - 1 wraps to kAbsent
+        const std::uint32_t* slot = direct_slot(ref);
+        return slot == nullptr ? kAbsent : *slot - 1;  // 0 - 1 wraps to kAbsent
     }
     // Ask for the cache line of a reference's slot (a hint: no effect on the table).
     [[gnu::always_inline]] void prefetch(std::uint64_t ref) const {
         if (ref >= kDirect) return;
-        const std::uint64_t hi = ref >> (kSlotBits + kPageBits);
-        if (hi >= top_.size() || top_[hi] == nullptr) return;
-        const Page* p = top_[hi]->pages[(ref >> kSlotBits) & (kPages - 1)];
-        if (p != nullptr) __builtin_prefetch(&p->slot[ref & (kSlots - 1)], 1);
+        if (const std::uint32_t* slot = direct_slot(ref)) __builtin_prefetch(slot, 1);
     }
     // Called before an operation changes anything: afterwards insert(ref) cannot fail.
     // The page it makes sure of is pinned: erase() leaves it in place even if it empties,
@@ -328,6 +320,15 @@ private:
         std::uint16_t live[kPages];  // live references per page (at most 1024)
         std::uint64_t live_pages;
     };
+    // The slot of a reference below kDirect, or nullptr if its block or page is absent.
+    [[gnu::always_inline]] const std::uint32_t* direct_slot(std::uint64_t ref) const {
+        const std::uint64_t hi = ref >> (kSlotBits + kPageBits);
+        if (hi >= top_.size()) return nullptr;
+        const Block* b = top_[hi];
+        if (b == nullptr) return nullptr;
+        const Page* p = b->pages[(ref >> kSlotBits) & (kPages - 1)];
+        return p == nullptr ? nullptr : &p->slot[ref & (kSlots - 1)];
+    }
     // Release page `page` of block `hi` if no reference lives in it and it is not pinned;
     // then the block too if it has no page left.
     [[gnu::noinline]] void drop_if_empty(std::uint64_t hi, std::size_t page) {
