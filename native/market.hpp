@@ -55,6 +55,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>  // sysconf: the L2 cache size
+
 #include "book.hpp"
 #include "dtypes.hpp"
 #include "feed_text.hpp"
@@ -407,6 +409,11 @@ public:
         return chunks_[i >> kChunkBits][i & (kChunk - 1)];
     }
     void prefetch(std::uint32_t i) const { __builtin_prefetch(&(*this)[i], 1); }
+    // For an index read from a node (a neighbour, a level's tail): kNil or stale values
+    // are skipped, so the chunk table is never read past its end.
+    void prefetch_any(std::uint32_t i) const {
+        if (i < used_) __builtin_prefetch(&(*this)[i], 1);
+    }
     // Called before an operation changes anything: afterwards alloc() cannot fail.
     void reserve_one() {
         if (free_ == kNil && used_ == cap_) [[unlikely]] grow();
@@ -617,7 +624,11 @@ public:
     std::uint16_t trading_state(std::uint16_t locate) const { return loc_[locate].s.trading; }
     std::size_t applied() const { return applied_; }  // events of the last run() applied
     void set_growth_budget(std::int64_t steps) { budget_.left = steps; }
-    void set_lookahead(bool on) { lookahead_ = on; }
+    // Look-ahead on (by the working set, the default: see stages_now) or off.
+    void set_lookahead(bool on) { lookahead_ = on ? kAuto : 0; }
+    // Benchmark hook: exactly the first `stages` of the three look-ahead stages (0 = none),
+    // whatever the working set.
+    void set_lookahead_stages(unsigned stages) { lookahead_ = std::min(stages, kStages); }
     std::uint32_t window_cap() const { return window_cap_; }
 
     WindowStats window_stats() const {
@@ -641,10 +652,12 @@ public:
     // event's index. An event either applies entirely or (out of memory) not at all.
     void run(const ItchEvent* ev, std::size_t n, std::vector<FillRecord>& fills) {
         applied_ = 0;
+        const unsigned st = stages_now();
         for (std::size_t k = 0; k < n; ++k) {
-            if (lookahead_) {  // prefetch for the events ahead (lookahead, below)
-                if (k + kAhead < n) hint_slot(ahead_of(ev[k + kAhead]));
-                if (k + kNode < n) hint_node(ahead_of(ev[k + kNode]));
+            if (st != 0) {  // prefetch for the events ahead (lookahead, below)
+                if (k + kAhead < n) hint_slot(ahead_of(ev[k + kAhead]), st);
+                if (st > 1 && k + kNode < n) hint_node(ahead_of(ev[k + kNode]));
+                if (st > 2 && k + kLevel < n) hint_level(ahead_of(ev[k + kLevel]));
             }
             apply(ev[k], static_cast<std::uint32_t>(k), fills);
             applied_ = k + 1;
@@ -673,17 +686,19 @@ public:
         std::size_t cursor = off;
         std::uint32_t ahead = 0;  // the cursor's record number (this call's records from 0)
         std::array<Ahead, 8> ring{};
-        if (lookahead_)
+        const unsigned st = stages_now();
+        if (st != 0)
             for (; ahead < kAhead; ++ahead) {
                 ring[ahead] = ahead_of(next_record(buf, n, cursor));
-                hint_slot(ring[ahead]);
+                hint_slot(ring[ahead], st);
             }
         while (n - off >= 2) {
-            if (lookahead_) {  // record `ahead` is kAhead past this one
+            if (st != 0) {  // record `ahead` is kAhead past this one
                 const Ahead a = ahead_of(next_record(buf, n, cursor));
                 ring[ahead & 7] = a;
-                hint_slot(a);
-                hint_node(ring[(ahead - (kAhead - kNode)) & 7]);
+                hint_slot(a, st);
+                if (st > 1) hint_node(ring[(ahead - (kAhead - kNode)) & 7]);
+                if (st > 2) hint_level(ring[(ahead - (kAhead - kLevel)) & 7]);
                 ++ahead;
             }
             const std::size_t len = itch::be16(buf + off);
@@ -721,21 +736,42 @@ public:
 
     // --8<-- [start:lookahead]
     // Software prefetching. A message's cost is mostly waiting for memory: the slot of its
-    // reference, then the order node the slot names; each address is known only when the
-    // load before it arrives. While one message is applied, the loop asks for the slot of
-    // the reference kAhead records ahead (an add: its locate's two lines), and for the
-    // order node (an add: its level) of the record kNode ahead, whose slot has had
-    // kAhead - kNode messages' time to arrive. Hints only: a prefetch never faults and
-    // changes nothing, and every address comes from a lookup with its usual bounds checks
-    // (a stale or unknown reference prefetches a line in vain). On by default;
-    // set_lookahead(false) turns it off, for the benchmark that shows what it buys.
-    static constexpr unsigned kAhead = 4, kNode = 2;
-    static_assert(kNode < kAhead && kAhead < 8, "the ring below holds 8 records");
+    // reference, then the order node the slot names, then the level and the neighbours the
+    // node names; each address is known only when the load before it arrives. While one
+    // message is applied, the loop runs three stages for the messages ahead:
+    //   1. kAhead records ahead: the reference's slot and its locate's three lines (the
+    //      message names its locate); an add: its locate's line and its side's line;
+    //   2. kNode ahead: the order node the slot names (the slot has had two messages'
+    //      time to arrive); an add: its level;
+    //   3. kLevel ahead: what the node leads to: its level, its bitset word and its queue
+    //      neighbours, which an unlink writes; an add: its level's youngest order, which
+    //      the new order is linked behind, and its bitset word.
+    // Hints only: a prefetch never faults and changes nothing, and every address comes
+    // from a lookup with its usual bounds checks (a stale or unknown reference prefetches
+    // a line in vain). set_lookahead_stages(n) runs exactly the first n, for the
+    // benchmark that shows what each buys.
+    static constexpr unsigned kAhead = 4, kNode = 2, kLevel = 1, kStages = 3;
+    // By default (set_lookahead(true)) the stages run only while the live orders' lines
+    // outgrow the L2 cache (its size from the OS, once; 1 MiB if it does not say): below
+    // that, every line is a cache hit anyway and the hints are pure overhead. The paired
+    // benchmark `market-lookahead-rule` shows what the rule saves on a one-symbol day.
+    static constexpr unsigned kAuto = 255;
+    static constexpr std::uint64_t kLineBytesPerOrder = 64;  // its node, slot, level, bits
+    unsigned stages_now() const {  // what the next run() or run_itch() call will run
+        if (lookahead_ != kAuto) return lookahead_;
+        return live_orders() * kLineBytesPerOrder > l2_bytes_ ? kStages : 0;
+    }
+    static std::uint64_t l2_size() {
+        const long b = ::sysconf(_SC_LEVEL2_CACHE_SIZE);
+        return b > 0 ? std::uint64_t(b) : std::uint64_t(1) << 20;
+    }
+    static_assert(kLevel < kNode && kNode < kAhead && kAhead < 8, "the ring holds 8 records");
 
     // What a record ahead asks for: its kind (0 nothing, 1 a reference, 2 an add) and key.
     struct Ahead {
         std::uint64_t key;  // the reference, or an add's locate << 33 | side << 32 | price
         std::uint8_t kind;
+        std::uint16_t locate;  // a reference's message names its locate too
     };
     static constexpr std::array<std::uint8_t, 256> kKind = [] {
         std::array<std::uint8_t, 256> t{};
@@ -763,25 +799,34 @@ public:
         return itch::kLength[msg[0]] == len ? msg : nullptr;
     }
     [[gnu::always_inline]] static Ahead ahead_of(const std::uint8_t* msg) {
-        if (msg == nullptr) return Ahead{0, 0};
+        if (msg == nullptr) return Ahead{0, 0, 0};
         const std::uint8_t kind = kKind[msg[0]];
-        if (kind == 1) return Ahead{itch::be64(msg + 11), 1};
+        if (kind == 1) return Ahead{itch::be64(msg + 11), 1, itch::be16(msg + 1)};
         if (kind == 2)
             return Ahead{(std::uint64_t(itch::be16(msg + 1)) << 33) |
-                         (std::uint64_t(msg[19] == 'S') << 32) | itch::be32(msg + 32), 2};
-        return Ahead{0, 0};
+                         (std::uint64_t(msg[19] == 'S') << 32) | itch::be32(msg + 32), 2, 0};
+        return Ahead{0, 0, 0};
     }
     [[gnu::always_inline]] static Ahead ahead_of(const ItchEvent& e) {
         const std::uint8_t kind = kKind[e.type];
-        if (kind == 1) return Ahead{e.order_ref, 1};
+        if (kind == 1) return Ahead{e.order_ref, 1, e.locate};
         if (kind == 2)
             return Ahead{(std::uint64_t(e.locate) << 33) | (std::uint64_t(e.side == 'S') << 32) |
-                         e.price, 2};
-        return Ahead{0, 0};
+                         e.price, 2, 0};
+        return Ahead{0, 0, 0};
     }
     // Stage 1 (kAhead records ahead): the reference's slot, or the add's locate lines.
-    [[gnu::always_inline]] void hint_slot(const Ahead& a) const {
-        if (a.kind == 1) return refs_.prefetch(a.key);
+    [[gnu::always_inline]] void hint_slot(const Ahead& a, unsigned st) const {
+        if (a.kind == 1) {
+            refs_.prefetch(a.key);
+            if (st > 2) {  // its locate's lines (which side: the node will say)
+                const Locate& l = loc_[a.locate];
+                __builtin_prefetch(&l.s, 1);
+                __builtin_prefetch(&l.side[0], 1);
+                __builtin_prefetch(&l.side[1], 1);
+            }
+            return;
+        }
         if (a.kind == 2) {
             const Locate& l = loc_[a.key >> 33];
             __builtin_prefetch(&l.s, 1);
@@ -798,6 +843,32 @@ public:
             const SideBook& sb = loc_[a.key >> 33].side[(a.key >> 32) & 1];
             const std::uint32_t k = sb.slot(static_cast<std::uint32_t>(a.key));
             if (k < sb.n) __builtin_prefetch(&sb.lv[k], 1);
+        }
+    }
+    // Stage 3 (kLevel records ahead): what the node (or the add's level) leads to. A
+    // reference: its side's window line, its level and its queue neighbours (an unlink
+    // writes them); an add: the level's youngest order (the new one is linked behind it).
+    [[gnu::always_inline]] void hint_level(const Ahead& a) const {
+        if (a.kind == 1) {
+            if (a.key >= RefIndex::kDirect) return;
+            const std::uint32_t i = refs_.find(a.key);
+            if (i == RefIndex::kAbsent) return;
+            const MarketOrder& o = orders_[i];
+            const SideBook& sb = loc_[o.locate].side[o.side & 1];
+            const std::uint32_t k = sb.slot(o.price);
+            if (k < sb.n) {
+                __builtin_prefetch(&sb.lv[k], 1);
+                __builtin_prefetch(&sb.bits[k >> 6], 1);
+            }
+            orders_.prefetch_any(o.prev);
+            orders_.prefetch_any(o.next);
+        } else if (a.kind == 2) {
+            const SideBook& sb = loc_[a.key >> 33].side[(a.key >> 32) & 1];
+            const std::uint32_t k = sb.slot(static_cast<std::uint32_t>(a.key));
+            if (k < sb.n) {
+                orders_.prefetch_any(sb.lv[k].tail);
+                __builtin_prefetch(&sb.bits[k >> 6], 1);
+            }
         }
     }
     // --8<-- [end:lookahead]
@@ -1500,7 +1571,8 @@ private:
     std::pmr::unsynchronized_pool_resource pool_;  // the far maps' nodes
     std::vector<Locate> loc_;                      // by locate: state and both sides
     Locate* pending_ = nullptr;                    // a locate whose windows need a look
-    bool lookahead_ = true;                        // prefetch for the messages ahead
+    unsigned lookahead_ = kAuto;                   // look-ahead stages that run (0: none)
+    std::uint64_t l2_bytes_ = l2_size();
     std::size_t n_books_ = 0;
     std::uint64_t moves_ = 0;
     BookStates states_;

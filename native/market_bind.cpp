@@ -291,7 +291,15 @@ void register_market(nb::module_& m) {
             "order_ref"_a, "(locate, side, price, shares) of a live order, or None.")
         .def(
             "set_lookahead", [](BoundMarket& b, bool on) { b.idle().set_lookahead(on); }, "on"_a,
-            "Benchmark hook: prefetch for the messages ahead (the default) or not.")
+            "Benchmark hook: prefetch for the messages ahead (by default only while the live\n"
+            "orders outgrow the L2 cache) or never.")
+        .def(
+            "set_lookahead_stages",
+            [](BoundMarket& b, unsigned stages) { b.idle().set_lookahead_stages(stages); },
+            "stages"_a, "Benchmark hook: run the first `stages` of the three look-ahead stages.")
+        .def(
+            "lookahead_stages", [](BoundMarket& b) { return b.idle().stages_now(); },
+            "The look-ahead stages the next call will run (0..3).")
         .def(
             "window_stats",
             [](BoundMarket& b) {

@@ -746,7 +746,16 @@ class Market:
         """(locate, side, price, shares) of a live order, or None."""
 
     def set_lookahead(self, on: bool) -> None:
-        """Benchmark hook: prefetch for the messages ahead (the default) or not."""
+        """
+        Benchmark hook: prefetch for the messages ahead (by default only while the live
+        orders outgrow the L2 cache) or never.
+        """
+
+    def set_lookahead_stages(self, stages: int) -> None:
+        """Benchmark hook: run the first `stages` of the three look-ahead stages."""
+
+    def lookahead_stages(self) -> int:
+        """The look-ahead stages the next call will run (0..3)."""
 
     def window_stats(self) -> dict[str, int]:
         """

@@ -151,8 +151,19 @@ class Market:
         return {str(k): int(v) for k, v in self._m.window_stats().items()}
 
     def set_lookahead(self, on: bool) -> None:
-        """Benchmark hook: prefetch for the messages ahead (the default) or not."""
+        """Benchmark hook: prefetch for the messages ahead (the default: while the live
+        orders outgrow the L2 cache) or never."""
         self._m.set_lookahead(bool(on))
+
+    def set_lookahead_stages(self, stages: int) -> None:
+        """Benchmark hook: always run the first ``stages`` (0..3) look-ahead stages."""
+        if not 0 <= stages <= 3:
+            raise ValueError(f"stages must be 0..3, got {stages}")
+        self._m.set_lookahead_stages(int(stages))
+
+    def lookahead_stages(self) -> int:
+        """The look-ahead stages the next call will run (0..3)."""
+        return int(self._m.lookahead_stages())
 
     def set_growth_budget(self, steps: int) -> None:
         """Test hook: the growth step after ``steps`` more raises MemoryError (-1: none)."""

@@ -716,7 +716,9 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
     results = targets.evaluate(data) if groups else []
     if results:
         write("targets-table.md", targets_html(results, data, label))
-    extra_numbers: dict[str, str] = {}
+    # Every paired record of the "paired" group (the targets' and the ablations') is also
+    # a number the prose can quote: paired-<key> and paired-<key>-iqr.
+    extra_numbers: dict[str, str] = paired_numbers(paired_records(data, "paired"))
     for group in PAIRED_TABLE_GROUPS:
         records = paired_records(data, group)
         if records:

@@ -161,3 +161,56 @@ def test_window_levels_must_be_a_power_of_two_in_range() -> None:
     for bad in (0, 16, 33, 1000, 262_144):
         with pytest.raises(ValueError, match="window_levels"):
             optimized.market.Market("book", window_levels=bad)
+
+
+# ---------------------------------------------------------------- look-ahead stages
+# Prefetches are hints: every number of stages, and the default rule (stages only while
+# the live orders outgrow the L2 cache), must give the same books, fills and counts.
+
+
+def _replay(path: Any, mode: str, stages: int | None) -> tuple[str, list[Any]]:
+    m = optimized.market.Market(mode)
+    if stages is not None:
+        m.set_lookahead_stages(stages)
+    fills = [f.tobytes() for f, _ in m.run_file(path)]
+    return m.books_csv(), fills
+
+
+@pytest.mark.parametrize("mode", ["book", "match"])
+def test_lookahead_stages_change_nothing(tmp_path: Any, mode: str) -> None:
+    from twinmatch.gen import write_market_day
+
+    write_market_day(tmp_path, 200_000, 20, seed=7, name="day")
+    path = tmp_path / "day.itch"
+    want = _replay(path, mode, 0)
+    for stages in (1, 2, 3, None):
+        assert _replay(path, mode, stages) == want, stages
+
+
+def test_lookahead_stages_checked() -> None:
+    m = optimized.market.Market("book")
+    for bad in (-1, 4, 255):
+        with pytest.raises(ValueError, match="stages"):
+            m.set_lookahead_stages(bad)
+
+
+def test_lookahead_rule_follows_the_live_orders() -> None:
+    """The default: no stages while the live orders' lines (64 bytes each) fit in the L2
+    cache, all three once they do not; a fixed count stays fixed."""
+    import os
+
+    from twinmatch.gen import many_locates_events
+
+    l2 = os.sysconf("SC_LEVEL2_CACHE_SIZE") if "SC_LEVEL2_CACHE_SIZE" in os.sysconf_names else 0
+    l2 = l2 if l2 > 0 else 1 << 20
+    m = optimized.market.Market("book")
+    assert m.lookahead_stages() == 0
+    events = many_locates_events(65_536, 1 + (l2 // 64) // 65_536)  # past the threshold
+    m.run(events)
+    assert len(m) * 64 > l2 and m.lookahead_stages() == 3
+    m.set_lookahead_stages(2)
+    assert m.lookahead_stages() == 2
+    m.set_lookahead(False)
+    assert m.lookahead_stages() == 0
+    m.set_lookahead(True)
+    assert m.lookahead_stages() == 3

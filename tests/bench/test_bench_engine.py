@@ -294,20 +294,29 @@ def test_paired_engine_growth(benchmark: Any, days: dict[str, tuple[Path, str]])
 # ------------------------------------------------------- 3b. prefetching, ablated
 
 MARKET_STEPS = (
-    ("no-prefetch", "the market's loop without look-ahead (set_lookahead(False))"),
+    ("no-prefetch", "the market's loop without look-ahead (set_lookahead_stages(0))"),
     ("prefetch", "each message asks for the reference slot 4 records ahead and the order "
-                 "node 2 ahead (= twinmatch replay)"),
+                 "node 2 ahead (an add: its locate's lines, then its level)"),
+    ("prefetch-level", "and, 1 record ahead, what the node leads to: its level, its bitset "
+                       "word, its queue neighbours (an add: the level's youngest order); the "
+                       "locate's three lines from the message's own locate, 4 ahead"),
 )
+# The default (= twinmatch replay) runs the three stages only while the live orders
+# outgrow the L2 cache; the paired record below shows what that rule saves on a one-symbol
+# day, where everything is a cache hit (on the 20M-message day it is always on).
 MARKET_ABLATION_INCLUDES = ("book mode, Market.run_file over the 20M-message, 4,000-symbol "
                             "day: read + decode + apply; a fresh market per round")
 
 
-def market_step_run(step: int, path: Path) -> Callable[[], object]:
+def market_step_run(step: int | None, path: Path) -> Callable[[], object]:
+    """Step 0..2 of MARKET_STEPS (a fixed number of look-ahead stages), or None: the
+    default rule."""
     def run() -> object:
         from optimized.market import Market
 
         m = Market("book")
-        m.set_lookahead(step == 1)
+        if step is not None:
+            m.set_lookahead_stages(step + 1 if step > 0 else 0)
         for _ in m.run_file(path):
             pass
         return m
@@ -329,14 +338,32 @@ def test_market_ablation(benchmark: Any, step: int, days: dict[str, tuple[Path, 
 
 
 @pytest.mark.benchmark(group="paired")
-def test_paired_market_step(benchmark: Any, days: dict[str, tuple[Path, str]]) -> None:
-    """Chapter 5's prefetching against the same loop without it, interleaved."""
+@pytest.mark.parametrize("step", range(1, len(MARKET_STEPS)))
+def test_paired_market_step(benchmark: Any, step: int,
+                            days: dict[str, tuple[Path, str]]) -> None:
+    """Chapter 5's prefetching: each stage against the loop without it, interleaved."""
     path, _ = days["day20m-4000"]
     messages = DAYS["day20m-4000"][0]
-    fast = Side("step1-prefetch", wall(market_step_run(1, path)), ops=messages)
-    slow = Side("step0-no-prefetch", wall(market_step_run(0, path)), ops=messages)
-    paired(benchmark, "market-step-prefetch", fast, slow, pairs=11, warmup=1, step=1,
+    name = MARKET_STEPS[step][0]
+    fast = Side(f"step{step}-{name}", wall(market_step_run(step, path)), ops=messages)
+    slow = Side(f"step{step - 1}-{MARKET_STEPS[step - 1][0]}",
+                wall(market_step_run(step - 1, path)), ops=messages)
+    paired(benchmark, f"market-step-{name}", fast, slow, pairs=11, warmup=1, step=step,
            workload="day20m-4000", includes=MARKET_ABLATION_INCLUDES)
+
+
+@pytest.mark.benchmark(group="paired")
+def test_paired_market_lookahead_rule(benchmark: Any,
+                                      days: dict[str, tuple[Path, str]]) -> None:
+    """The default rule (look-ahead only past the L2 cache) against always prefetching,
+    on the one-symbol growth day, whose live orders fit the cache."""
+    path, books = days["growth-1"]
+    market: Any = market_step_run(None, path)()
+    assert market.books_csv() == books
+    fast = Side("by-working-set", wall(market_step_run(None, path)), ops=GROWTH_N)
+    slow = Side("always", wall(market_step_run(len(MARKET_STEPS) - 1, path)), ops=GROWTH_N)
+    paired(benchmark, "market-lookahead-rule", fast, slow, pairs=11, warmup=1,
+           workload="growth-1", messages=GROWTH_N, includes=INCLUDES["growth"])
 
 
 # ------------------------------------------------------------ 4. 65,536 locates
