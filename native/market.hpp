@@ -23,8 +23,8 @@
 //   * per locate and side, a window of price levels indexed by tick ($0.01 from $1 up,
 //     $0.0001 below), sized from what the symbol's prices do: it starts at 32 levels and
 //     doubles (up to window_levels) while the symbol keeps trading outside it, never to
-//     more than 4 levels per resting order on that side; prices outside it (or off its
-//     tick grid) live in an ordered map per side, the slow path;
+//     more than kLevelsPerOrder (16) levels per resting order on that side; prices
+//     outside it (or off its tick grid) live in an ordered map per side, the slow path;
 //   * an order knows its price, so E C X D find their level by one subtraction and one
 //     multiply, and touch one order, one level and one line of per-locate state.
 // Order references are unique for the whole day, across symbols: when the message's
@@ -1193,8 +1193,8 @@ private:
 
     // Between events: windows whose side emptied go back to the allocator (memory follows
     // the live orders); a side that keeps using far levels gets its window moved to its
-    // best price, doubled while it has fewer than 4 levels per resting order, and on the
-    // 1/10,000 grid if off-cent prices were seen.
+    // best price, doubled while it has fewer than kLevelsPerOrder levels per resting order,
+    // and on the 1/10,000 grid if off-cent prices were seen.
     [[gnu::noinline]] void maintain() {
         Locate& l = *pending_;
         pending_ = nullptr;
@@ -1224,8 +1224,8 @@ private:
         // Off-cent prices seen (or a best price off the cent grid): the 1/10,000 grid.
         const std::uint32_t tick = sb.off_grid || best % sb.tick != 0 ? 1 : sb.tick;
         sb.off_grid = 0;
-        // Double while the side has the orders for it (4 levels each at most) and the
-        // window placed at the best would still leave a far level out: one move then
+        // Double while the side has the orders for it (kLevelsPerOrder levels each at most)
+        // and the window placed at the best would still leave a far level out: one move then
         // takes in the whole range the side trades over, not one doubling per move.
         auto covers = [&](std::uint32_t m) {
             if (sb.far == nullptr || sb.far->empty()) return true;
