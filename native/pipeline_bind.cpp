@@ -261,6 +261,23 @@ void register_pipeline(nb::module_& m) {
         "items"_a, "capacity"_a, "wait"_a, "cached_indices"_a, "own_lines"_a,
         "ring_stress with SpscRing's cached indices and separate cache lines on or off.");
 
+    // Chapter 7's clocks: `reads` stamps in a row from one clock, timed by the caller.
+    // The sum keeps the compiler from dropping the reads; the name says which clock ran
+    // (the TSC only where it is invariant: else steady_clock, as the pipeline does).
+    m.def(
+        "clock_reads",
+        [](const std::string& clock, std::uint64_t reads) {
+            if (clock != "tsc" && clock != "steady_clock")
+                throw nb::value_error("clock must be 'tsc' or 'steady_clock'");
+            const StampClock c(clock == "tsc");
+            nb::gil_scoped_release release;
+            std::uint64_t sum = 0;
+            for (std::uint64_t i = 0; i < reads; ++i) sum += c.now_ns();
+            return std::make_pair(sum, std::string(c.name()));
+        },
+        "clock"_a, "reads"_a,
+        "Read a clock `reads` times in a C++ loop: (sum of the stamps, the clock's name).");
+
     m.attr("HIST_SUB_BUCKET_BITS") = kSubBucketBits;
     m.attr("HIST_BUCKETS") = kHistBuckets;
     m.attr("RING_CAPACITY_MAX") = kRingCapacityMax;

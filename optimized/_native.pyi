@@ -783,6 +783,11 @@ def ring_stress_variant(
     ring_stress with SpscRing's cached indices and separate cache lines on or off.
     """
 
+def clock_reads(clock: str, reads: int) -> tuple[int, str]:
+    """
+    Read a clock `reads` times in a C++ loop: (sum of the stamps, the clock's name).
+    """
+
 HIST_SUB_BUCKET_BITS: int = 5
 
 HIST_BUCKETS: int = 1920

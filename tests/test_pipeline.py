@@ -451,3 +451,16 @@ def test_whole_pipeline_under_thread_sanitizer(tmp_path: Path) -> None:
     assert "WARNING: ThreadSanitizer" not in run.stderr, run.stderr[-3000:]
     assert run.returncode == 0, run.stdout + run.stderr[-2000:]
     assert "all checks passed" in run.stdout
+
+
+def test_clock_reads_checked() -> None:
+    """Chapter 7's clock hook: only the two clocks, and a reading is monotonic."""
+    from optimized import _native
+
+    with pytest.raises(ValueError, match="clock must be"):
+        _native.clock_reads("wall", 10)
+    assert _native.clock_reads("steady_clock", 0) == (0, "std::chrono::steady_clock")
+    total, name = _native.clock_reads("tsc", 3)
+    assert name in ("tsc", "std::chrono::steady_clock") and total > 0
+    with pytest.raises((TypeError, OverflowError)):
+        _native.clock_reads("tsc", -1)
