@@ -120,6 +120,7 @@ class Bench:
     ops: int                  # operations per call (1 when the benchmark does not say)
     has_ops: bool
     includes: str
+    counts: dict[str, float] | None = None  # cachegrind per op (Ir, D1, LL), if counted
 
     @property
     def per_op(self) -> float:
@@ -215,6 +216,7 @@ def parse_benchmarks(data: dict[str, Any]) -> dict[str, Group]:
             ops=int(ops) if isinstance(ops, int | float) and ops > 0 else 1,
             has_ops=isinstance(ops, int | float) and ops > 0,
             includes=str(extra.get("includes", "")),
+            counts=extra["valgrind"] if isinstance(extra.get("valgrind"), dict) else None,
         )
         groups.setdefault(bench.group, Group(bench.group)).benches.append(bench)
     return groups
@@ -317,6 +319,10 @@ def table_html(group: Group, label: str) -> str:
             ratio = speedup(group, b)
             if ratio is not None:
                 text += f"<br><strong>{fmt_ratio(ratio)}</strong>"
+            if b.counts:  # deterministic counts beside the time
+                c = b.counts
+                text += (f"<br><small>{c['Ir']:.0f} instr · D1 {c['D1']:.2f} · "
+                         f"LL {c['LL']:.2f} /op</small>")
             cells.append(f"<td>{text}</td>")
         lines.append(f'<tr><th scope="row">{e(group.row_label(key))}</th>{"".join(cells)}</tr>')
     lines.append("</tbody></table>")
@@ -325,6 +331,9 @@ def table_html(group: Group, label: str) -> str:
     rounds = sorted({b.rounds for b in group.benches})
     span = f"{rounds[0]}–{rounds[-1]}" if len(rounds) > 1 else f"{rounds[0]}"
     notes.append(f"Rounds per benchmark: {span}")
+    if any(b.counts for b in group.benches):
+        notes.append("instr · D1 · LL: cachegrind's instructions and simulated first- and "
+                     "last-level cache misses per op, counted (deterministic), not timed")
     notes.append(f"Measured on: {e(label)}")
     lines.append('<p class="tm-bench-note">' + "<br>".join(notes) + "</p>")
     lines.append("</div>")

@@ -41,6 +41,7 @@ import naive.itch as naive_itch
 import optimized.itch as optimized_itch
 import peers.itch_numpy as itch_numpy
 from optimized import _native
+from tests.bench import valgrind
 from tests.bench.conftest import SMALL
 from twinmatch.itch_samples import cached_sample_day
 
@@ -147,6 +148,29 @@ def test_bench_itch_decode(
         benchmark.pedantic(run, rounds=2, iterations=1, warmup_rounds=0)
     else:
         benchmark.pedantic(run, setup=setup, rounds=20, iterations=1, warmup_rounds=2)
+    if impl in COUNTED and valgrind.available(SMALL):  # deterministic counts beside it
+        benchmark.extra_info["valgrind"] = itch_counts(impl)
+
+
+# Cachegrind's counts per message for the C++ decoders, on a smaller day drawn once and
+# cached on disk (under valgrind, drawing it would take minutes). Valgrind's virtual CPU
+# has no AVX-512, so the optimized decoder runs its portable loop there: its count is
+# that loop's (the optimized-portable row), whatever the timed row ran.
+COUNTED = {"optimized", "optimized-portable", "itchcpp"}
+COUNT_N = 200_000
+
+
+def itch_counts(impl: str) -> dict[str, float]:
+    cached_sample_day(COUNT_N, seed=1)  # drawn here, read back by the counted runs
+    if impl == "itchcpp":
+        load, call = ("from tests.bench.test_bench_itch import itchfeed_parser\n"
+                      "parse = itchfeed_parser('itchcpp')\n"), "list(parse(day))"
+    else:
+        load, call = "import optimized.itch as m\n", "m.decode(day)"
+    setup = ("from twinmatch.itch_samples import cached_sample_day\n"
+             f"day = cached_sample_day({COUNT_N}, seed=1)\n{load}"
+             f"def prepare():\n    return None\ndef run(_):\n    {call}\n")
+    return valgrind.counts(setup, COUNT_N, repeat=2)
 
 
 # ------------------------------------------------------------------- ablation
