@@ -5,7 +5,13 @@ runs, tested against the scalar loop on every tail length and start alignment.""
 
 from __future__ import annotations
 
+import importlib.util
+import platform
+import re
+import shutil
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,6 +24,7 @@ import optimized.columns
 from contract.columns import VWAP_DTYPE, notional, stock_field, stock_key, vwap_price
 from contract.dtypes import EVENT_DTYPE, MAX_PRICE, MAX_QTY, records
 
+ROOT = Path(__file__).resolve().parent.parent
 LEVELS = optimized.columns.LEVELS[: optimized.columns.LEVELS.index(
     optimized.columns.cpu_level()) + 1]
 
@@ -281,3 +288,34 @@ def test_every_form_agrees_on_random_streams(
     spec = naive.columns.vwap(ev).tobytes()
     for name, agg in AGGREGATES.items():
         assert agg(ev).tobytes() == spec, name
+
+
+# ------------------------------------------------------- the machine code claims
+
+
+@pytest.mark.skipif(shutil.which("objdump") is None or shutil.which("nm") is None,
+                    reason="binutils (objdump, nm) not installed")
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"),
+                    reason="the chapter's claims are about x86-64 instructions")
+def test_the_listings_show_what_chapter_9_says(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """The scalar loops stay scalar (the compiler did not vectorise them behind our back),
+    and the kernels compare whole vectors: 256-bit in AVX2, mask registers in AVX-512."""
+    spec = importlib.util.spec_from_file_location("tm_asm_columns", ROOT / "scripts" / "asm.py")
+    assert spec is not None and spec.loader is not None
+    asm = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = asm
+    spec.loader.exec_module(asm)
+    mine = tuple(x for x in asm.LISTINGS if x.name.startswith("columns-"))
+    monkeypatch.setattr(asm, "LISTINGS", mine)
+    assert len(mine) == 4 and asm.generate(tmp_path) == []
+
+    def code(name: str) -> str:
+        text = (tmp_path / f"columns-filter-{name}.md").read_text(encoding="utf-8")
+        return text.split("```nasm\n")[1].split("```")[0]
+
+    for name in ("aos", "soa"):
+        assert not re.search(r"\b[xyz]mm\d", code(name)), name
+    assert re.search(r"vpcmpeqq ymm", code("avx2")) and "vpcmpgtd" in code("avx2")
+    avx512 = code("avx512")
+    assert re.search(r"vpcmp(nle)?ud k", avx512) and re.search(r"vpcmpeqq k\d,zmm", avx512)
