@@ -319,3 +319,29 @@ def test_the_listings_show_what_chapter_9_says(tmp_path: Path,
     assert re.search(r"vpcmpeqq ymm", code("avx2")) and "vpcmpgtd" in code("avx2")
     avx512 = code("avx512")
     assert re.search(r"vpcmp(nle)?ud k", avx512) and re.search(r"vpcmpeqq k\d,zmm", avx512)
+
+
+def test_the_layout_table_renders_and_says_what_is_missing() -> None:
+    """scripts/figures.py's chapter 9 table, from a made-up run (values are not measurements)."""
+    spec = importlib.util.spec_from_file_location("tm_figures_columns",
+                                                  ROOT / "scripts" / "figures.py")
+    assert spec is not None and spec.loader is not None
+    figures = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = figures
+    spec.loader.exec_module(figures)
+    assert figures.columns_layout_html({"benchmarks": []}, "here") is None
+
+    def bench(impl: str, bytes_per_row: int) -> dict[str, object]:
+        return {"group": "columns", "name": f"test_columns_filter[{impl}]",
+                "params": {"impl": impl}, "stats": {"median": 1e-3},
+                "extra_info": {"ops": 1000, "bytes_per_row": bytes_per_row}}
+
+    paired = {"group": "columns", "name": "test_paired_columns[columns-simd-vs-aos]",
+              "extra_info": {"paired": {"key": "columns-simd-vs-aos", "valgrind_loops": {
+                  "cpp-aos": {"Ir": 30.0, "D1": 0.9, "LL": 0.1}}}}}
+    text = figures.columns_layout_html(
+        {"benchmarks": [bench("cpp-soa", 13), bench("cpp-aos", 56), paired]}, "here")
+    assert text is not None
+    aos, soa = text.index("C++ scalar, records"), text.index("C++ scalar, columns")
+    assert aos < soa                       # the book's order, not the run's
+    assert "56.0 MB/s" in text and "30.00" in text and "Measured on: here" in text
