@@ -256,7 +256,8 @@ def filter_counts() -> dict[str, dict[str, float]]:
         np.save(path, day())
         stock, price = query()
         setup = (
-            "import numpy as np\nimport optimized.columns as oc\n"
+            "import gc\nimport numpy as np\nimport optimized.columns as oc\n"
+            "gc.disable()\n"  # a collection in one run and not the other would be counted
             f"ev = np.load({str(path)!r})\ncols = oc.Columns(ev)\n"
             f"run = {{'cpp-aos': lambda: oc.adds_above(ev, {stock!r}, {price}),\n"
             f"       'cpp-soa': lambda: cols.adds_above({stock!r}, {price}, simd='scalar'),\n"
