@@ -24,7 +24,7 @@ The two workloads, on a decoded day (``EVENT_DTYPE`` records, chapter 3):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Protocol
 
 import numpy as np
 
@@ -52,6 +52,20 @@ COLUMN_NAMES: Final = (
     "timestamp", "order_ref", "new_order_ref", "match_number", "shares", "price",
     "locate", "type", "side", "printable", "stock",
 )
+
+
+class ColumnsLike(Protocol):
+    """The struct-of-arrays form in both twins (``to_columns(events)`` returns one).
+
+    tests/test_columns.py assigns each twin's ``Columns`` to this, so mypy --strict
+    catches a renamed method or a changed signature in either. The optimized twin's
+    ``adds_above`` takes more, optional, arguments (which SIMD kernel; a row range).
+    """
+
+    def __len__(self) -> int: ...
+    def column(self, name: str) -> np.ndarray: ...
+    def adds_above(self, stock: bytes | str, price: int) -> np.ndarray: ...
+    def vwap(self) -> np.ndarray: ...
 
 
 def stock_field(stock: bytes | str) -> bytes:

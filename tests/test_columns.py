@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import naive.columns
 import optimized.columns
-from contract.columns import VWAP_DTYPE, notional, stock_field, stock_key, vwap_price
+from contract.columns import VWAP_DTYPE, ColumnsLike, notional, stock_field, stock_key, vwap_price
 from contract.dtypes import EVENT_DTYPE, MAX_PRICE, MAX_QTY, records
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -30,6 +30,12 @@ LEVELS = optimized.columns.LEVELS[: optimized.columns.LEVELS.index(
 
 Filter = Callable[[np.ndarray, bytes | str, int], np.ndarray]
 Aggregate = Callable[[np.ndarray], np.ndarray]
+
+# Checked statically by mypy: both twins have the same functions and a ColumnsLike.
+_filters: tuple[Filter, Filter] = (naive.columns.adds_above, optimized.columns.adds_above)
+_aggregates: tuple[Aggregate, Aggregate] = (naive.columns.vwap, optimized.columns.vwap)
+_makers: tuple[Callable[[np.ndarray], ColumnsLike], ...] = (
+    naive.columns.to_columns, optimized.columns.to_columns)
 
 
 def _soa(level: str) -> Filter:
