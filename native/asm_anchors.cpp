@@ -74,3 +74,33 @@ TWINMATCH_ANCHOR TWINMATCH_VBMI_TARGET __attribute__((flatten)) void twinmatch_a
     *result = twinmatch::itch::scan_vbmi(buf, n, out, counts, false);
 }
 #endif
+
+// Chapter 9: the filter "adds of a stock above a price" (native/columns.hpp) over the array
+// of structs, over the columns with the scalar loop, and with each SIMD kernel (built for
+// its instruction set whatever the flags, like the VBMI loop above).
+#include "columns.hpp"
+
+TWINMATCH_ANCHOR __attribute__((flatten)) std::size_t twinmatch_asm_columns_filter_aos(
+    const twinmatch::ItchEvent* ev, std::size_t n, std::uint64_t key, std::uint32_t above,
+    std::int64_t* out) {
+    return twinmatch::columns::adds_above_aos(ev, n, key, above, out);
+}
+TWINMATCH_ANCHOR __attribute__((flatten)) std::size_t twinmatch_asm_columns_filter_soa(
+    const std::uint8_t* type, const std::uint64_t* stock, const std::uint32_t* price,
+    std::size_t n, std::uint64_t key, std::uint32_t above, std::int64_t* out) {
+    return twinmatch::columns::adds_above_soa(type, stock, price, 0, n, key, above, out);
+}
+#ifdef TWINMATCH_COLUMNS_X86
+TWINMATCH_ANCHOR TWINMATCH_AVX2_TARGET __attribute__((flatten)) std::size_t
+twinmatch_asm_columns_filter_avx2(const std::uint8_t* type, const std::uint64_t* stock,
+                                  const std::uint32_t* price, std::size_t n, std::uint64_t key,
+                                  std::uint32_t above, std::int64_t* out) {
+    return twinmatch::columns::adds_above_avx2(type, stock, price, 0, n, key, above, out);
+}
+TWINMATCH_ANCHOR TWINMATCH_AVX512_TARGET __attribute__((flatten)) std::size_t
+twinmatch_asm_columns_filter_avx512(const std::uint8_t* type, const std::uint64_t* stock,
+                                    const std::uint32_t* price, std::size_t n,
+                                    std::uint64_t key, std::uint32_t above, std::int64_t* out) {
+    return twinmatch::columns::adds_above_avx512(type, stock, price, 0, n, key, above, out);
+}
+#endif

@@ -987,3 +987,32 @@ class SnapshotBook:
         """The book as OP_LIMIT rows in snapshot order (contract.journal)."""
 
     def __len__(self) -> int: ...
+
+class Columns:
+    """ITCH events as a struct of arrays (native/columns.hpp)."""
+
+    def __init__(self, events: object) -> None: ...
+    def __len__(self) -> int: ...
+    def adds_above(
+        self, key: int, above: int, level: int, start: int, stop: int
+    ) -> Annotated[NDArray[numpy.int64], dict(shape=(None,))]:
+        """Filter rows [start, stop) at SIMD level (0 scalar, 1 AVX2, 2 AVX-512)."""
+
+    def vwap(self) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
+        """The E executions' sums per locate, as VWAP_DTYPE bytes."""
+
+    def column_bytes(self, name: str) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
+        """One column's bytes (a view; the object stays alive while it lives)."""
+
+def columns_adds_above_aos(
+    events: object, key: int, above: int
+) -> Annotated[NDArray[numpy.int64], dict(shape=(None,))]:
+    """The filter over the EVENT_DTYPE records themselves (array of structs)."""
+
+def columns_vwap_aos(events: object) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,))]:
+    """
+    The aggregate over the EVENT_DTYPE records themselves (array of structs).
+    """
+
+def columns_cpu_level() -> int:
+    """The widest filter kernel this CPU runs: 0 scalar, 1 AVX2, 2 AVX-512."""

@@ -81,6 +81,18 @@ LISTINGS = (
             "the batch loop of Book::apply() (run_ops in native/book_bind.hpp), around its "
             "first prefetch",
             focus=r"prefetch", source="native/book_bind.cpp.o"),
+    # Chapter 9: the filter over the array of structs, the columns, and the SIMD kernels.
+    Listing("columns-filter-aos", "twinmatch_asm_columns_filter_aos",
+            "columns::adds_above_aos() (native/columns.hpp): the scalar filter over the "
+            "56-byte records, one row per iteration"),
+    Listing("columns-filter-soa", "twinmatch_asm_columns_filter_soa",
+            "columns::adds_above_soa(): the same scalar loop over three columns"),
+    Listing("columns-filter-avx2", "twinmatch_asm_columns_filter_avx2",
+            "columns::adds_above_avx2(): 8 rows per step, around its 64-bit compares of "
+            "the stock keys", focus=r"^vpcmpeqq"),
+    Listing("columns-filter-avx512", "twinmatch_asm_columns_filter_avx512",
+            "columns::adds_above_avx512(): 16 rows per step, around its unsigned price "
+            "compare into a mask register", focus=r"^vpcmpud|^vpcmpnleud"),
 )
 # The batch loop of every step of chapter 1, for the table of what each step compiles to.
 STEP_SYMBOL = "twinmatch_book_step{}_run_ops"
