@@ -88,7 +88,7 @@ IMPL_LABELS = {
     "optimized-pipeline": "Optimized pipeline (run-time placement)",
     "optimized-pipeline-shared": "Optimized pipeline, 3 threads (yield)",
     "optimized-single": "Optimized, single thread (ch. 5 replay)",
-    # chapter 9 (group "columns")
+    # chapter 9 (group "simd")
     "numpy-columns": "numpy columns (Python)",
     "cpp-aos": "C++ scalar, records (AoS)",
     "cpp-soa": "C++ scalar, columns (SoA)",
@@ -536,7 +536,7 @@ def ablation_plot(group: Group, steps: list[Step], label: str, path: Path) -> No
 # Groups whose paired records (tests/bench/paired.py) get a table of their own,
 # <group>-paired-table.md, and numbers paired-<key> / paired-<key>-iqr: ratios that are
 # the chapter's claims but not speed targets of scripts/targets.py.
-PAIRED_TABLE_GROUPS = ("journal", "columns")
+PAIRED_TABLE_GROUPS = ("journal", "simd")
 
 
 def paired_records(data: dict[str, Any], group: str) -> list[dict[str, Any]]:
@@ -587,11 +587,11 @@ def paired_numbers(records: list[dict[str, Any]]) -> dict[str, str]:
 
 def columns_layout_html(data: dict[str, Any], label: str) -> str | None:
     """Chapter 9's filter per layout: time and bytes per row, bytes/s, and cachegrind's
-    counts per row (from the ``columns-simd-vs-aos`` paired record), or None if unmeasured."""
+    counts per row (from the ``simd-vs-aos`` paired record), or None if unmeasured."""
     rows: list[dict[str, Any]] = []
     counts: dict[str, dict[str, float]] = {}
     for raw in data.get("benchmarks", []):
-        if raw.get("group") != "columns":
+        if raw.get("group") != "simd":
             continue
         extra = raw.get("extra_info") or {}
         rec = extra.get("paired")
@@ -609,7 +609,7 @@ def columns_layout_html(data: dict[str, Any], label: str) -> str | None:
     order = {name: i for i, name in enumerate(IMPL_ORDER)}
     rows.sort(key=lambda r: order.get(r["impl"], len(order)))
     e = html.escape
-    lines = ['<div class="tm-bench" data-group="columns-layout">', "<table>",
+    lines = ['<div class="tm-bench" data-group="simd-layout">', "<table>",
              "<caption>The filter per layout: median time per row, the bytes each row "
              "reads, the bytes/s that makes, and cachegrind's instructions (Ir), "
              "first-level data misses (D1) and last-level misses (LL) per row.</caption>",
@@ -795,7 +795,7 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
             extra_numbers.update(paired_numbers(records))
     columns_layout = columns_layout_html(data, label)  # chapter 9
     if columns_layout is not None:
-        write("columns-layout-table.md", columns_layout)
+        write("simd-layout-table.md", columns_layout)
     for group in sorted(want.tables):
         if f"{group}-table.md" not in written:
             write(f"{group}-table.md", missing_table_html(group, source))

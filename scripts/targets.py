@@ -97,15 +97,15 @@ TARGETS: tuple[Target, ...] = (
            "what pipelining gains on this machine: single-threaded time / pipeline time",
            "pipeline", 0.0, report_only=True),
     *(  # chapter 9 (tests/bench/test_bench_columns.py)
-        Target("chapter 9", "columns-numpy-vs-naive",
+        Target("chapter 9", "simd-numpy-vs-naive",
                "filter: numpy columns >= 20x the naive record loop (generated day)",
-               "columns", 20.0),
-        Target("chapter 9", "columns-simd-vs-aos",
+               "simd", 20.0),
+        Target("chapter 9", "simd-vs-aos",
                "filter: C++ SIMD over columns >= 2x C++ scalar over the records (same day)",
-               "columns", 2.0),
-        Target("chapter 9", "columns-simd-vs-read",
+               "simd", 2.0),
+        Target("chapter 9", "simd-vs-read",
                "filter: SIMD rows/s as a share of a sequential read of the same column bytes",
-               "columns", 0.0, report_only=True),
+               "simd", 0.0, report_only=True),
     ),
 )
 

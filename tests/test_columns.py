@@ -312,7 +312,7 @@ def test_the_listings_show_what_chapter_9_says(tmp_path: Path,
     asm = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = asm
     spec.loader.exec_module(asm)
-    mine = tuple(x for x in asm.LISTINGS if x.name.startswith("columns-"))
+    mine = tuple(x for x in asm.LISTINGS if x.name.startswith("simd-"))
     monkeypatch.setattr(asm, "LISTINGS", mine)
     assert len(mine) == 4 and asm.generate(tmp_path) == []
 
@@ -338,12 +338,12 @@ def test_the_layout_table_renders_and_says_what_is_missing() -> None:
     assert figures.columns_layout_html({"benchmarks": []}, "here") is None
 
     def bench(impl: str, bytes_per_row: int) -> dict[str, object]:
-        return {"group": "columns", "name": f"test_columns_filter[{impl}]",
+        return {"group": "simd", "name": f"test_columns_filter[{impl}]",
                 "params": {"impl": impl}, "stats": {"median": 1e-3},
                 "extra_info": {"ops": 1000, "bytes_per_row": bytes_per_row}}
 
-    paired = {"group": "columns", "name": "test_paired_columns[columns-simd-vs-aos]",
-              "extra_info": {"paired": {"key": "columns-simd-vs-aos", "valgrind_loops": {
+    paired = {"group": "simd", "name": "test_paired_columns[simd-vs-aos]",
+              "extra_info": {"paired": {"key": "simd-vs-aos", "valgrind_loops": {
                   "cpp-aos": {"Ir": 30.0, "D1": 0.9, "LL": 0.1}}}}}
     text = figures.columns_layout_html(
         {"benchmarks": [bench("cpp-soa", 13), bench("cpp-aos", 56), paired]}, "here")

@@ -1,4 +1,4 @@
-"""Chapter 9 benchmarks, group "columns": one filter and one aggregate over a decoded day,
+"""Chapter 9 benchmarks, group "simd": one filter and one aggregate over a decoded day,
 in every layout (naive/columns.py, optimized/columns.py).
 
 The workload: a generated market day of N messages over 500 symbols
@@ -24,7 +24,7 @@ hash lookup per row): naive, numpy-columns, cpp-aos and cpp-soa.
 
 Paired records (tests/bench/paired.py) give the chapter's ratios and scripts/targets.py's;
 cachegrind's instructions and misses per row (tests/bench/valgrind.py) of the C++ filter
-loops are attached to the ``columns-simd-vs-aos`` record. Valgrind does not emulate
+loops are attached to the ``simd-vs-aos`` record. Valgrind does not emulate
 AVX-512, so under it the widest kernel is AVX2 and AVX-512 has no counts.
 """
 
@@ -174,7 +174,7 @@ def bytes_per_row(impl: str) -> int:
     return day().dtype.itemsize if impl in ("naive", "cpp-aos", "ceiling-aos") else 13
 
 
-@pytest.mark.benchmark(group="columns")
+@pytest.mark.benchmark(group="simd")
 @pytest.mark.parametrize("impl", FILTER_IMPLS)
 def test_columns_filter(benchmark: Any, impl: str) -> None:
     check("filter", impl)
@@ -187,7 +187,7 @@ def test_columns_filter(benchmark: Any, impl: str) -> None:
                        iterations=1)
 
 
-@pytest.mark.benchmark(group="columns")
+@pytest.mark.benchmark(group="simd")
 @pytest.mark.parametrize("impl", VWAP_IMPLS)
 def test_columns_vwap(benchmark: Any, impl: str) -> None:
     check("vwap", impl)
@@ -197,7 +197,7 @@ def test_columns_vwap(benchmark: Any, impl: str) -> None:
                        iterations=1)
 
 
-@pytest.mark.benchmark(group="columns")
+@pytest.mark.benchmark(group="simd")
 @pytest.mark.parametrize("impl", ["numpy-columns", "cpp-soa"])
 def test_columns_build(benchmark: Any, impl: str) -> None:
     make: Callable[[np.ndarray], object] = (
@@ -212,21 +212,21 @@ def test_columns_build(benchmark: Any, impl: str) -> None:
 # Paired: key -> (workload, fast impl, slow impl). The ratio is slow time per row over fast.
 BEST = SIMD_IMPLS[-1] if SIMD_IMPLS else "cpp-soa"
 PAIRED_COLUMNS = {
-    "columns-numpy-vs-naive": ("filter", "numpy-columns", "naive"),
-    "columns-simd-vs-aos": ("filter", BEST, "cpp-aos"),
-    "columns-soa-vs-aos": ("filter", "cpp-soa", "cpp-aos"),
-    "columns-simd-vs-soa": ("filter", BEST, "cpp-soa"),
+    "simd-numpy-vs-naive": ("filter", "numpy-columns", "naive"),
+    "simd-vs-aos": ("filter", BEST, "cpp-aos"),
+    "simd-soa-vs-aos": ("filter", "cpp-soa", "cpp-aos"),
+    "simd-vs-soa": ("filter", BEST, "cpp-soa"),
     # a share of the bandwidth ceiling: the read's time over the filter's, same bytes
-    "columns-simd-vs-read": ("filter", BEST, "ceiling-soa"),
-    "columns-aos-vs-read": ("filter", "cpp-aos", "ceiling-aos"),
-    "columns-vwap-numpy-vs-naive": ("vwap", "numpy-columns", "naive"),
-    "columns-vwap-soa-vs-aos": ("vwap", "cpp-soa", "cpp-aos"),
+    "simd-vs-read": ("filter", BEST, "ceiling-soa"),
+    "simd-aos-vs-read": ("filter", "cpp-aos", "ceiling-aos"),
+    "simd-vwap-numpy-vs-naive": ("vwap", "numpy-columns", "naive"),
+    "simd-vwap-soa-vs-aos": ("vwap", "cpp-soa", "cpp-aos"),
 }
 if "cpp-avx512" in SIMD_IMPLS:
-    PAIRED_COLUMNS["columns-avx512-vs-avx2"] = ("filter", "cpp-avx512", "cpp-avx2")
+    PAIRED_COLUMNS["simd-avx512-vs-avx2"] = ("filter", "cpp-avx512", "cpp-avx2")
 
 
-@pytest.mark.benchmark(group="columns")
+@pytest.mark.benchmark(group="simd")
 @pytest.mark.parametrize("key", list(PAIRED_COLUMNS))
 def test_paired_columns(benchmark: Any, key: str) -> None:
     workload, fast_impl, slow_impl = PAIRED_COLUMNS[key]
@@ -235,7 +235,7 @@ def test_paired_columns(benchmark: Any, key: str) -> None:
     record = paired(benchmark, key, side(workload, fast_impl), side(workload, slow_impl),
                     pairs=11, warmup=1, includes=INCLUDES[workload],
                     workload=f"generated day, {len(day()):,} events, {SYMBOLS} symbols")
-    if key == "columns-simd-vs-aos" and valgrind.available(SMALL):
+    if key == "simd-vs-aos" and valgrind.available(SMALL):
         record["valgrind_loops"] = filter_counts()  # per loop, not fast/slow
 
 

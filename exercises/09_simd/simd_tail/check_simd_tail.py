@@ -1,4 +1,4 @@
-"""Checker for 09_layout_simd/simd_tail: the AVX2 filter returns the scalar loop's indices
+"""Checker for 09_simd/simd_tail: the AVX2 filter returns the scalar loop's indices
 for every start and stop of a 100-row column with prices around 2^31 (under
 AddressSanitizer and UBSan, so a tail that reads past the end fails), and is at least
 1.5x faster than the scalar loop on a million rows, by the paired protocol (each run

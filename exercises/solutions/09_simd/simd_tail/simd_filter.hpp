@@ -1,4 +1,4 @@
-// Exercise 09_layout_simd/simd_tail: finish an AVX2 filter.
+// Exercise 09_simd/simd_tail: finish an AVX2 filter.
 //
 // `filter_scalar` is chapter 9's filter over three columns (given: the reference).
 // `filter_avx2` does 8 rows per step, and has two bugs for you to fix:

@@ -1,4 +1,4 @@
-// Exercise 09_layout_simd/to_columns: from an array of structs to a struct of arrays.
+// Exercise 09_simd/to_columns: from an array of structs to a struct of arrays.
 //
 // `filter_aos` below is chapter 9's filter over the 56-byte records (given: it is the
 // reference). Your task: fill `to_columns` so that it copies the three fields the

@@ -1,4 +1,4 @@
-"""Checker for 09_layout_simd/to_columns: the struct-of-arrays filter returns the same
+"""Checker for 09_simd/to_columns: the struct-of-arrays filter returns the same
 indices as the array-of-structs one on random and hostile events (under AddressSanitizer
 and UBSan), and misses the first-level data cache at least 2x less often per row,
 counted by valgrind's callgrind cache simulation (a count does not flake on a busy
