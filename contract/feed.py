@@ -25,6 +25,9 @@ count every packet the same way, under these names, in this order (native/feed.h
   once the timeout passes). ``recovered + lost + missing == gap_messages`` at any moment,
   where ``missing`` (in the report) is what is still outstanding.
 * ``next_seq``: the next sequence number expected.
+* ``bad_itch``: messages, in sequence inside a well-framed packet, that the ITCH decoder
+  refuses (a zero length, a wrong length for the type): each is skipped, the messages
+  around it are applied (counted by the twins' Python side: the market decodes).
 
 The rules both twins follow:
 
@@ -65,7 +68,7 @@ STAT_KEYS: Final[tuple[str, ...]] = (
     "packets", "truncated", "not_moldudp64", "bad_moldudp64", "wrong_session",
     "data_packets", "heartbeats", "end_of_session", "messages", "duplicate_packets",
     "duplicate_messages", "gaps", "gap_messages", "buffered", "overflow", "requests",
-    "recovered", "lost", "next_seq",
+    "recovered", "lost", "next_seq", "bad_itch",
 )
 STOP_REASONS: Final = ("running", "end", "idle", "deadline")
 

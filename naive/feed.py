@@ -29,8 +29,8 @@ from contract.feed import (
     STAT_KEYS,
     check_host,
 )
-from naive import itch
 from contract.histogram import PERCENTILES
+from naive import itch
 from naive.histogram import Histogram
 from naive.market import Market
 from naive.pcap import END_OF_SESSION, MOLD_HEADER_LEN, U64_MAX, block_ends
@@ -76,7 +76,8 @@ class Receiver:
                  idle_ns: int = 2_000_000_000) -> None:
         self.sock = sock
         self.market = market if market is not None else Market("book")
-        self.request_to = None if request_port is None else (check_host(HOST), request_port)
+        self.request_to: tuple[str, int] | None = None
+        self.set_request_port(request_port)
         self.stats: dict[str, int] = dict.fromkeys(STAT_KEYS, 0)
         self.expected = start  # next sequence number to deliver; 0 = take the first seen
         self.known = start     # one past the highest sequence number known to exist
@@ -90,6 +91,18 @@ class Receiver:
         self.socket_to_book = Histogram()
         self.decode_to_book = Histogram()
         self.stats["next_seq"] = start
+
+    @property
+    def port(self) -> int:
+        port: int = self.sock.getsockname()[1]
+        return port
+
+    def set_request_port(self, port: int | None) -> None:
+        """Where requests go: 127.0.0.1:port (None: no re-request server)."""
+        self.request_to = None if port is None else (check_host(HOST), port)
+
+    def close(self) -> None:
+        self.sock.close()
 
     # --8<-- [start:packet]
     def on_packet(self, payload: bytes, t_kernel: int, t_user: int) -> None:
@@ -153,8 +166,7 @@ class Receiver:
         pos = 0
         for _ in range(skip):
             pos += 2 + int.from_bytes(blocks[pos : pos + 2], "big")
-        events, _counts = itch.decode(blocks[pos:])
-        self.market.run(events)
+        self.apply(blocks[pos:])
         now = time.time_ns()
         self.socket_to_book.record_delta(t_kernel, now)
         self.decode_to_book.record_delta(t_user, now)
@@ -163,6 +175,17 @@ class Receiver:
         self.expected = seq + count
         self.stats["next_seq"] = self.expected
     # --8<-- [end:deliver]
+
+    def apply(self, blocks: bytes) -> None:
+        """Decode and apply framed ITCH; a record the decoder refuses is counted, skipped."""
+        pos = 0
+        while pos < len(blocks):
+            events, _counts, used, error = itch.scan(blocks[pos:])
+            self.market.run(events)
+            if error is None:
+                return
+            self.stats["bad_itch"] += 1
+            pos += used + 2 + int.from_bytes(blocks[pos + used : pos + used + 2], "big")
 
     def drain(self) -> None:
         """Deliver the held-back packets that are now in sequence."""
