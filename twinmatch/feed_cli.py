@@ -35,9 +35,17 @@ from contract.feed import (
     MAX_PAYLOAD,
     check_host,
 )
-from naive.pcap import END_OF_SESSION, MOLD_HEADER_LEN, moldudp64_heartbeat
 
+# Only the standard library at module level (twinmatch/cli.py's rule: `twinmatch --help`
+# costs no numpy); the receivers are imported when a command runs.
 SESSION = b"TWINMATCH1"
+MOLD_HEADER_LEN = 20  # naive/pcap.py's; tests/test_feed.py checks they agree
+END_OF_SESSION = 0xFFFF
+
+
+def heartbeat(session: bytes, next_seq: int, end: bool = False) -> bytes:
+    """A heartbeat (count 0) or end-of-session (count 0xFFFF) packet: no message blocks."""
+    return session + struct.pack(">QH", next_seq, END_OF_SESSION if end else 0)
 
 
 def message_offsets(raw: bytes | memoryview) -> list[int]:
@@ -150,7 +158,7 @@ class Exchange:
         while True:
             now = time.monotonic_ns()
             if now - self._last_send >= self.heartbeat_ns:
-                self._send(moldudp64_heartbeat(self.session, next_seq))
+                self._send(heartbeat(self.session, next_seq))
                 self.stats["heartbeats"] += 1
                 continue
             left = min(due_ns, self._last_send + self.heartbeat_ns) - now
@@ -198,7 +206,7 @@ class Exchange:
             self.stats["sent"] += 1
         next_seq = len(self.offsets)
         for _ in range(self.end_packets):
-            self._send(moldudp64_heartbeat(self.session, next_seq, end=True))
+            self._send(heartbeat(self.session, next_seq, end=True))
             self.stats["end_of_session"] += 1
             self.serve(min(self.heartbeat_ns, self.linger_ns) / 1e9)
         before = -1
@@ -210,6 +218,58 @@ class Exchange:
 
     def close(self) -> None:
         self.sock.close()
+
+
+# --8<-- [start:multicast]
+MULTICAST_GROUP = "239.192.13.1"  # administratively scoped (RFC 2365): never routed out
+
+
+def multicast_roundtrip(messages: int = 2000, port: int = 30_013) -> str:
+    """Send a small day to a multicast group and receive it, inside a network namespace
+    whose only interface is loopback (the test makes one): refuses to run anywhere else.
+
+    The sender names its interface explicitly (IP_MULTICAST_IF 127.0.0.1, TTL 0: the
+    packets may not leave the host), the receiver joins the group on that interface.
+    """
+    import os
+
+    interfaces = sorted(os.listdir("/sys/class/net"))
+    if interfaces != ["lo"]:
+        raise RuntimeError(f"multicast only where loopback is the only interface, here: "
+                           f"{interfaces}")
+    from naive import feed as naive_feed
+    from twinmatch.gen import market_day_bytes
+
+    raw, books = market_day_bytes(messages, 10, 5)
+    rx_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rx_sock.setsockopt(socket.SOL_SOCKET, naive_feed.SO_TIMESTAMPNS, 1)
+    rx_sock.bind((MULTICAST_GROUP, port))
+    membership = socket.inet_aton(MULTICAST_GROUP) + socket.inet_aton(HOST)
+    rx_sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, membership)
+    rx = naive_feed.Receiver(rx_sock, None, None, idle_ns=2_000_000_000)
+    ex = Exchange(raw, port, 0)
+    tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton(HOST))
+    tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 0)
+    tx.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_LOOP, 1)
+
+    def send() -> None:
+        for first, count, _ts in ex.packets:
+            tx.sendto(ex.payload(first, count), (MULTICAST_GROUP, port))
+            time.sleep(0.0001)
+        tx.sendto(heartbeat(ex.session, len(ex.offsets), end=True), (MULTICAST_GROUP, port))
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    rep = rx.run(30_000_000_000)
+    thread.join(10)
+    ex.close()
+    tx.close()
+    rx_sock.close()
+    same = rx.market.books_csv() == books.decode()
+    return (f"{rep['messages']} messages, lost {rep['lost']}, stop {rep['stop']}, books "
+            f"{'equal' if same else 'DIFFER'}: {'ok' if same and rep['lost'] == 0 else 'bad'}")
+# --8<-- [end:multicast]
 
 
 def start_exchange(exchange: Exchange) -> tuple[threading.Thread, threading.Event, list[Any]]:
