@@ -88,6 +88,7 @@ class Receiver:
         self.timeout_ns, self.retries, self.idle_ns = timeout_ns, retries, idle_ns
         self.end_seen = False
         self.stop = "running"
+        self.first_ns = self.stop_ns = 0  # wall clock of the first datagram, of the stop
         self.socket_to_book = Histogram()
         self.decode_to_book = Histogram()
         self.stats["next_seq"] = start
@@ -269,6 +270,7 @@ class Receiver:
             if ready:
                 data, anc, flags, _ = self.sock.recvmsg(MAX_DATAGRAM, 64)
                 last_rx = time.time_ns()
+                self.first_ns = self.first_ns or last_rx
                 if flags & socket.MSG_TRUNC:  # longer than any packet we send: skip it
                     self.stats["packets"] += 1
                     self.stats["truncated"] += 1
@@ -287,6 +289,7 @@ class Receiver:
                     on_second(self.report())
                 next_tick += 1_000_000_000
             if self.stop != "running":
+                self.stop_ns = now
                 return self.report()
     # --8<-- [end:loop]
 

@@ -51,6 +51,7 @@ class Receiver:
         self.idle_ns = idle_ns
         self.bad_itch = 0
         self.stop = "running"
+        self.first_ns = self.stop_ns = 0  # wall clock of the first datagram, of the stop
         self.socket_to_book = Histogram()
         self.decode_to_book = Histogram()
 
@@ -147,6 +148,7 @@ class Receiver:
                 wake = min(wake, deadline)
             if self._r.poll(max(0, wake - now)):  # waits, reads, checks, holds, delivers
                 last_rx = time.time_ns()
+                self.first_ns = self.first_ns or last_rx
             now = time.time_ns()
             self._r.check_gap(now)
             self._deliver()
@@ -161,6 +163,7 @@ class Receiver:
                     on_second(self.report())
                 next_tick += 1_000_000_000
             if self.stop != "running":
+                self.stop_ns = now
                 return self.report()
     # --8<-- [end:loop]
 

@@ -108,8 +108,9 @@ class Exchange:
         self.sock.bind((HOST, request_port))
         self.request_port: int = self.sock.getsockname()[1]
         self.stats = dict.fromkeys(
-            ("packets", "sent", "dropped", "duplicated", "reordered", "heartbeats",
-             "end_of_session", "requests", "bad_requests", "replies", "reply_messages"), 0)
+            ("packets", "sent", "dropped", "dropped_messages", "duplicated", "reordered",
+             "heartbeats", "end_of_session", "requests", "bad_requests", "replies",
+             "reply_messages"), 0)
         self.stats["packets"] = len(self.packets)
         self.stats["messages"] = len(self.offsets) - 1
         self._last_send = 0
@@ -187,6 +188,7 @@ class Exchange:
             data = self.payload(first, count)
             if self.rng.random() < self.loss:
                 self.stats["dropped"] += 1
+                self.stats["dropped_messages"] += count
                 continue
             if held is None and self.rng.random() < self.reorder:
                 held = data
@@ -205,6 +207,7 @@ class Exchange:
             self._send(held)
             self.stats["sent"] += 1
         next_seq = len(self.offsets)
+        self.stats["end_ns"] = time.time_ns()  # wall clock of the first end of session
         for _ in range(self.end_packets):
             self._send(heartbeat(self.session, next_seq, end=True))
             self.stats["end_of_session"] += 1
