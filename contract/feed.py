@@ -53,6 +53,7 @@ __all__ = [
     "MAX_PENDING", "MAX_REQUEST", "STAT_KEYS", "STOP_REASONS", "check_host",
 ]
 
+# --8<-- [start:constants]
 HOST: Final = "127.0.0.1"  # the only address a feed, a request or a reply is sent to
 DEFAULT_FEED_PORT: Final = 30_001
 DEFAULT_REQUEST_PORT: Final = 30_002
@@ -63,6 +64,7 @@ MAX_PAYLOAD: Final = 1400
 MAX_DATAGRAM: Final = 2048  # a receiver reads at most this many bytes of a datagram
 MAX_REQUEST: Final = 0xFFFE  # a request's count: 0xFFFF would read as end of session
 MAX_PENDING: Final = 1024  # packets a receiver holds back behind a gap
+# --8<-- [end:constants]
 
 STAT_KEYS: Final[tuple[str, ...]] = (
     "packets", "truncated", "not_moldudp64", "bad_moldudp64", "wrong_session",

@@ -379,7 +379,8 @@ def add_feed_parser(sub: Any) -> None:
     r.add_argument("--request-port", type=int, default=DEFAULT_REQUEST_PORT,
                    help="0: no re-request server")
     r.add_argument("--start", type=int, default=1, help="first sequence wanted (0: any)")
-    r.add_argument("--idle-ms", type=float, default=5000.0)
+    r.add_argument("--idle-ms", type=float, default=60_000.0,
+                   help="stop after this long without a datagram")
     r.add_argument("--max-seconds", type=float, default=3600.0)
     r.add_argument("--books", type=Path, help="write the final books CSV here")
     r.add_argument("--json", action="store_true")
