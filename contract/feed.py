@@ -9,7 +9,8 @@ count every packet the same way, under these names, in this order (native/feed.h
 * ``packets``: datagrams read. ``truncated``: a datagram longer than ``MAX_DATAGRAM`` (cut
   by the read; skipped whole). ``not_moldudp64``: shorter than the 20-byte header.
   ``bad_moldudp64``: its message blocks overrun the datagram (a count beyond the payload, a
-  length past the end), sequence 0, or a last sequence number past 2**64 - 1.
+  length past the end), sequence 0, or a next sequence number (``seq + count``) past
+  2**64 - 1 (the rule of chapter 4's PCAP readers).
   ``wrong_session``: a session other than the first one seen.
 * ``data_packets`` (valid, with messages), ``heartbeats`` (count 0), ``end_of_session``
   (count 0xFFFF).

@@ -116,9 +116,9 @@ class Receiver:
         session = payload[:10]
         seq, count = struct.unpack_from(">QH", payload, 10)
         ends: list[int] | None = []
-        if count not in (0, END_OF_SESSION):  # data: every block must fit the datagram
+        if count not in (0, END_OF_SESSION):  # data: blocks must fit; seq+count a u64
             ends = block_ends(memoryview(payload), count)
-            if ends is None or seq == 0 or seq + count - 1 > U64_MAX:
+            if ends is None or seq == 0 or seq + count > U64_MAX:
                 st["bad_moldudp64"] += 1
                 return
         if self.session is None:

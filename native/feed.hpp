@@ -92,9 +92,9 @@ public:
         const std::uint16_t count = be16(p + 18);
         std::size_t end = kMoldHeader;
         const bool data = count != 0 && count != kEndOfSession;
-        if (data) {  // every block must fit the datagram; seq 1.., last seq <= 2^64-1
+        if (data) {  // every block must fit; seq 1..; the next seq (seq + count) a u64
             end = pcap::mold_blocks_end(p, len, count);
-            if (end == 0 || seq == 0 || seq - 1 > pcap::kU64Max - count) {
+            if (end == 0 || seq == 0 || seq > pcap::kU64Max - count) {
                 ++st.bad_moldudp64;
                 return;
             }

@@ -28,6 +28,12 @@ std::vector<std::uint64_t> stats(const Receiver& r) {
     return {p, p + sizeof(FeedStats) / 8};
 }
 
+// on_packet and check_gap may deliver a packet plus every held one: the delivery buffer
+// must have that room, or the caller has not take()n what was delivered before.
+void need_room(const Receiver& r) {
+    if (!r.core.room(1)) throw std::runtime_error("feed receiver: take() the delivered messages first");
+}
+
 }  // namespace
 
 void register_feed(nb::module_& m) {
@@ -50,9 +56,13 @@ void register_feed(nb::module_& m) {
                  return r.poll_once(timeout_ns);
              }, "timeout_ns"_a, "Wait up to timeout_ns, then read until the socket is empty")
         .def("on_packet", [](Receiver& r, InBuf buf, std::int64_t t_kernel, std::int64_t t_user) {
+                 need_room(r);
                  r.core.on_packet(buf.data(), buf.shape(0), t_kernel, t_user);
              }, "payload"_a, "t_kernel"_a, "t_user"_a, "Account for one datagram's payload")
-        .def("check_gap", &Receiver::check_gap, "now_ns"_a)
+        .def("check_gap", [](Receiver& r, std::int64_t now) {
+                 need_room(r);
+                 r.check_gap(now);
+             }, "now_ns"_a)
         .def("out", [](nb::handle self) {
                  Receiver& r = nb::cast<Receiver&>(self);
                  return BytesView(r.core.out(), {r.core.out_len()}, self);

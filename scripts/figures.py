@@ -578,7 +578,7 @@ def live_feed_records(data: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _us(ns: object) -> str:
-    return f"{float(ns) / 1e3:,.1f}" if isinstance(ns, int | float) else "—"  # type: ignore[arg-type]
+    return f"{float(ns) / 1e3:,.1f}" if isinstance(ns, int | float) else "—"
 
 
 def live_feed_table_html(records: list[dict[str, Any]], label: str) -> str:

@@ -20,6 +20,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -243,6 +244,7 @@ def hostile_packets() -> list[bytes]:
         SESSION + struct.pack(">QH", 1, 1) + b"\xff\xff" + b"x" * 10,  # length past the end
         packet(0, msgs[:1]),                       # sequence 0
         packet(2**64 - 1, msgs[:2]),               # last sequence past 2**64 - 1
+        packet(2**64 - 1, msgs[:1]),               # next sequence past 2**64 - 1
         good,                                      # the one good packet
         packet(2, msgs[1:2], session=b"OTHERSESS1"),  # another session
         SESSION + struct.pack(">QH", 2, 1) + b"\x00\x00",  # framed, but ITCH length 0
@@ -257,8 +259,8 @@ def test_hostile_packets_are_counted_never_crash(twin: str) -> None:
     for p in hostile_packets():
         rx.on_packet(p, 0, 0)
     s = rx.stats
-    assert s["packets"] == 11
-    assert s["not_moldudp64"] == 2 and s["bad_moldudp64"] == 5 and s["wrong_session"] == 1
+    assert s["packets"] == 12
+    assert s["not_moldudp64"] == 2 and s["bad_moldudp64"] == 6 and s["wrong_session"] == 1
     assert s["data_packets"] == 3 and s["bad_itch"] == 2 and s["next_seq"] == 5
     rx.close()
 
@@ -353,6 +355,17 @@ def test_the_contract_matches_the_extension() -> None:
     assert feed_cli.MOLD_HEADER_LEN == pcap.MOLD_HEADER_LEN
     assert feed_cli.END_OF_SESSION == pcap.END_OF_SESSION
     assert feed_cli.heartbeat(SESSION, 9) == pcap.moldudp64_heartbeat(SESSION, 9)
+
+
+def test_raw_receiver_refuses_to_overfill_its_delivery_buffer() -> None:
+    msgs = messages_of(day()[0])[:1]
+    rx = direct("optimized")
+    with pytest.raises(RuntimeError, match="take"):
+        for seq in range(1, 10_000):  # never take()n: the buffer fills, then it refuses
+            rx._r.on_packet(np.frombuffer(packet(seq, msgs), dtype=np.uint8), 0, 0)
+    rx._r.take()
+    rx.on_packet(packet(10_000, msgs), 0, 0)  # fine again once emptied
+    rx.close()
 
 
 def test_sockets_refuse_other_addresses() -> None:
