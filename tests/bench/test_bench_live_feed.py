@@ -44,7 +44,7 @@ from twinmatch.feed_cli import message_offsets, receiver_for
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = (200_000, 100) if SMALL else (5_000_000, 500)  # messages, symbols
-FLOW = 10_000 if SMALL else 100_000  # messages of the flat-out slice
+FLOW = 10_000 if SMALL else 50_000  # messages of the flat-out slice
 OPEN_NS = 34_200 * 10**9  # 09:30
 SPEEDS = (1.0, 10.0, 0.0)
 BATCHES = (1, 8, 64, 256)
