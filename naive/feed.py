@@ -91,6 +91,7 @@ class Receiver:
         self.first_ns = self.stop_ns = 0  # wall clock of the first datagram, of the stop
         self.socket_to_book = Histogram()
         self.decode_to_book = Histogram()
+        self.second = (Histogram(), Histogram())  # the same two, for the current second
         self.stats["next_seq"] = start
 
     @property
@@ -171,6 +172,8 @@ class Receiver:
         now = time.time_ns()
         self.socket_to_book.record_delta(t_kernel, now)
         self.decode_to_book.record_delta(t_user, now)
+        self.second[0].record_delta(t_kernel, now)
+        self.second[1].record_delta(t_user, now)
         self.stats["duplicate_messages"] += skip
         self.stats["messages"] += count - skip
         self.expected = seq + count
@@ -248,7 +251,9 @@ class Receiver:
         out["missing"] = missing
         out["stop"] = self.stop
         for name, h in (("socket_to_book", self.socket_to_book),
-                        ("decode_to_book", self.decode_to_book)):
+                        ("decode_to_book", self.decode_to_book),
+                        ("second_socket_to_book", self.second[0]),
+                        ("second_decode_to_book", self.second[1])):
             out[name] = latency_summary(h)
         return out
 
@@ -287,6 +292,7 @@ class Receiver:
             if now >= next_tick or self.stop != "running":
                 if on_second is not None:
                     on_second(self.report())
+                self.second = (Histogram(), Histogram())  # the next second starts afresh
                 next_tick += 1_000_000_000
             if self.stop != "running":
                 self.stop_ns = now

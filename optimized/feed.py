@@ -54,6 +54,7 @@ class Receiver:
         self.first_ns = self.stop_ns = 0  # wall clock of the first datagram, of the stop
         self.socket_to_book = Histogram()
         self.decode_to_book = Histogram()
+        self.second = (Histogram(), Histogram())  # the same two, for the current second
 
     @property
     def port(self) -> int:
@@ -110,8 +111,10 @@ class Receiver:
                 pos += 2 + (int(blocks[pos]) << 8 | int(blocks[pos + 1]))
             now = time.time_ns()
             times = self._r.times()
-            self.socket_to_book.record_many(np.maximum(now - times[:, 0], 0))
-            self.decode_to_book.record_many(np.maximum(now - times[:, 1], 0))
+            s2b, d2b = np.maximum(now - times[:, 0], 0), np.maximum(now - times[:, 1], 0)
+            for h, values in ((self.socket_to_book, s2b), (self.decode_to_book, d2b),
+                              (self.second[0], s2b), (self.second[1], d2b)):
+                h.record_many(values)
         self._r.take()
     # --8<-- [end:deliver]
 
@@ -130,7 +133,9 @@ class Receiver:
         out["missing"] = missing
         out["stop"] = self.stop
         for name, h in (("socket_to_book", self.socket_to_book),
-                        ("decode_to_book", self.decode_to_book)):
+                        ("decode_to_book", self.decode_to_book),
+                        ("second_socket_to_book", self.second[0]),
+                        ("second_decode_to_book", self.second[1])):
             out[name] = latency_summary(h)
         return out
 
@@ -161,6 +166,7 @@ class Receiver:
             if now >= next_tick or self.stop != "running":
                 if on_second is not None:
                     on_second(self.report())
+                self.second = (Histogram(), Histogram())  # the next second starts afresh
                 next_tick += 1_000_000_000
             if self.stop != "running":
                 self.stop_ns = now

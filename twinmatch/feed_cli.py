@@ -296,13 +296,14 @@ def receiver_for(impl: str, port: int, request_port: int | None, **kw: Any) -> A
 
 
 def _second_line(rep: dict[str, Any], prev: dict[str, Any]) -> str:
+    """One report line: the counts of the last second, and its packets' latencies."""
     d = {k: rep[k] - prev.get(k, 0) for k in ("messages", "packets", "gaps", "recovered",
                                               "lost")}
-    s2b, d2b = rep["socket_to_book"], rep["decode_to_book"]
+    s2b, d2b = rep["second_socket_to_book"], rep["second_decode_to_book"]
     return (f"msgs {d['messages']:>8,} pkts {d['packets']:>7,} gaps {d['gaps']:>4} "
             f"recovered {d['recovered']:>6} lost {d['lost']:>4} | socket->book p50 "
             f"{s2b['p50'] / 1e3:.1f} p99 {s2b['p99'] / 1e3:.1f} us, decode->book p50 "
-            f"{d2b['p50'] / 1e3:.1f} p99 {d2b['p99'] / 1e3:.1f} us (cumulative)")
+            f"{d2b['p50'] / 1e3:.1f} p99 {d2b['p99'] / 1e3:.1f} us")
 
 
 def feed_send(args: argparse.Namespace) -> int:
