@@ -502,3 +502,12 @@ def test_feed_core_under_address_and_ub_sanitizers(tmp_path: Path) -> None:
                               "UBSAN_OPTIONS": "print_stacktrace=1"})
     assert run.returncode == 0, run.stdout + run.stderr[-2000:]
     assert "feed stress: 20000 datagrams x 3 seeds" in run.stdout
+
+
+def test_optimized_spin_and_busy_poll_options_receive_the_same() -> None:
+    raw = b"".join(struct.pack(">H", len(m)) + m for m in messages_of(day()[0])[:300])
+    rep, _, rx = run_pair("optimized", raw, rx_kw={"spin": True, "busy_poll_us": 50,
+                                                   "batch": 8}, loss=0.05, seed=2)
+    assert rep["stop"] == "end" and rep["messages"] == 300 and rep["lost"] == 0
+    assert rx.busy_poll_error >= 0  # 0: set; else the errno of the refusal (reported)
+    assert rx.batches >= 1

@@ -321,8 +321,18 @@ def feed_send(args: argparse.Namespace) -> int:
 
 
 def feed_recv(args: argparse.Namespace) -> int:
+    extra: dict[str, Any] = {}
+    if args.impl == "optimized":
+        extra = {"batch": args.batch, "spin": args.spin, "busy_poll_us": args.busy_poll_us}
+    elif args.spin or args.busy_poll_us or args.batch != 64:
+        print("twinmatch feed recv: --batch, --spin and --busy-poll-us are the optimized "
+              "receiver's", file=sys.stderr)
+        return 2
     rx = receiver_for(args.impl, args.port, args.request_port or None, start=args.start,
-                      idle_ns=int(args.idle_ms * 1e6))
+                      idle_ns=int(args.idle_ms * 1e6), **extra)
+    if getattr(rx, "busy_poll_error", 0) > 0:
+        print(f"twinmatch feed recv: SO_BUSY_POLL refused (errno {rx.busy_poll_error}); "
+              "receiving without it", file=sys.stderr)
     prev: dict[str, Any] = {}
 
     def tick(rep: dict[str, Any]) -> None:
@@ -383,6 +393,11 @@ def add_feed_parser(sub: Any) -> None:
     r.add_argument("--idle-ms", type=float, default=60_000.0,
                    help="stop after this long without a datagram")
     r.add_argument("--max-seconds", type=float, default=3600.0)
+    r.add_argument("--batch", type=int, default=64, help="optimized: datagrams per recvmmsg")
+    r.add_argument("--spin", action="store_true",
+                   help="optimized: busy-wait instead of sleeping in poll(2) (burns a core)")
+    r.add_argument("--busy-poll-us", type=int, default=0,
+                   help="optimized: ask the kernel for SO_BUSY_POLL (may need CAP_NET_ADMIN)")
     r.add_argument("--books", type=Path, help="write the final books CSV here")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=feed_recv)
