@@ -15,6 +15,7 @@ void register_capped_ref(nb::module_& m);  // benchmark-only (group "engine")
 void register_contract(nb::module_& m);    // the codes and layouts, for one test
 void register_journal(nb::module_& m);     // chapter 11: the input journal
 void register_columns(nb::module_& m);     // chapter 9: struct of arrays, SIMD filter
+void register_feed(nb::module_& m);        // chapter 13: the live feed receiver
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -31,4 +32,5 @@ NB_MODULE(_native, m) {
     register_contract(m);
     register_journal(m);
     register_columns(m);
+    register_feed(m);
 }

@@ -78,6 +78,20 @@ inline std::uint64_t sat_add(std::uint64_t a, std::uint64_t b) {
     return a > kU64Max - b ? kU64Max : a + b;
 }
 
+// Walk the `count` message blocks after the 20-byte MoldUDP64 header of p[0, len) (len >=
+// 20): the end offset of the last block, or 0 if one runs past len. Every length is checked
+// before anything behind it is read. (native/feed.hpp, the live receiver, uses it too.)
+inline std::size_t mold_blocks_end(const std::uint8_t* p, std::size_t len, std::uint32_t count) {
+    std::size_t end = kMoldHeader;
+    for (std::uint32_t i = 0; i < count; ++i) {
+        if (len - end < 2) return 0;
+        const std::size_t block = 2 + std::size_t{be16(p + end)};
+        if (len - end < block) return 0;
+        end += block;
+    }
+    return end;
+}
+
 class Scanner {
 public:
     Stats stats;
@@ -244,12 +258,8 @@ private:
         std::size_t end = kMoldHeader;
         if (!no_blocks) {
             if (seq > kU64Max - count) { ++stats.bad_moldudp64; return; }
-            for (std::uint32_t i = 0; i < count; ++i) {
-                if (len - end < 2) { ++stats.bad_moldudp64; return; }
-                const std::size_t block = 2 + std::size_t{be16(p + end)};
-                if (len - end < block) { ++stats.bad_moldudp64; return; }
-                end += block;
-            }
+            end = mold_blocks_end(p, len, count);
+            if (end == 0) { ++stats.bad_moldudp64; return; }
         }
         Stream* found = find_stream(group, port, p);
         if (found == nullptr) { ++stats.untracked; return; }

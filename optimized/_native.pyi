@@ -1016,3 +1016,68 @@ def columns_vwap_aos(events: object) -> Annotated[NDArray[numpy.uint8], dict(sha
 
 def columns_cpu_level() -> int:
     """The widest filter kernel this CPU runs: 0 scalar, 1 AVX2, 2 AVX-512."""
+
+FEED_MAX_DATAGRAM: int = 2048
+
+FEED_MAX_PENDING: int = 1024
+
+FEED_MAX_BATCH: int = 1024
+
+class FeedReceiver:
+    """MoldUDP64 receiver: recvmmsg batches, gap recovery"""
+
+    def __init__(
+        self,
+        port: int,
+        request_port: int,
+        start: int,
+        timeout_ns: int,
+        retries: int,
+        batch: int,
+        rcvbuf: int,
+        spin: bool,
+        busy_poll_us: int,
+    ) -> None: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def request_port(self) -> int: ...
+    @request_port.setter
+    def request_port(self, arg: int, /) -> None: ...
+    @property
+    def batch(self) -> int: ...
+    @property
+    def busy_poll_error(self) -> int: ...
+    @property
+    def batches(self) -> int: ...
+    @property
+    def batch_datagrams(self) -> int: ...
+    def poll(self, timeout_ns: int) -> int:
+        """Wait up to timeout_ns, then read until the socket is empty"""
+
+    def on_packet(
+        self,
+        payload: Annotated[
+            NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
+        t_kernel: int,
+        t_user: int,
+    ) -> None:
+        """Account for one datagram's payload"""
+
+    def check_gap(self, now_ns: int) -> None: ...
+    def out(self) -> Annotated[NDArray[numpy.uint8], dict(shape=(None,), writable=False)]: ...
+    def times(
+        self,
+    ) -> Annotated[NDArray[numpy.int64], dict(shape=(None, None), writable=False)]: ...
+    def take(self) -> None: ...
+    def stats(self) -> list[int]: ...
+    def missing(self) -> int: ...
+    def done(self) -> bool: ...
+    def held(self) -> int: ...
+    @property
+    def expected(self) -> int: ...
+    @property
+    def known(self) -> int: ...
+    @property
+    def request_deadline(self) -> int: ...

@@ -536,7 +536,7 @@ def ablation_plot(group: Group, steps: list[Step], label: str, path: Path) -> No
 # Groups whose paired records (tests/bench/paired.py) get a table of their own,
 # <group>-paired-table.md, and numbers paired-<key> / paired-<key>-iqr: ratios that are
 # the chapter's claims but not speed targets of scripts/targets.py.
-PAIRED_TABLE_GROUPS = ("journal", "simd")
+PAIRED_TABLE_GROUPS = ("journal", "simd", "live_feed")
 
 
 def paired_records(data: dict[str, Any], group: str) -> list[dict[str, Any]]:
@@ -629,6 +629,58 @@ def columns_layout_html(data: dict[str, Any], label: str) -> str | None:
              "included); valgrind runs no AVX-512 instruction, so that row has none."
              if counts else "Cachegrind counts: not measured in this run.",
              f"Measured on: {e(label)}"]
+    lines += ['<p class="tm-bench-note">' + "<br>".join(notes) + "</p>", "</div>", ""]
+    return "\n".join(lines)
+
+
+# ----------------------------------------------------------------- chapter 13 (live_feed)
+
+
+def live_feed_records(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The live_feed runs' own counts (extra_info["feed"]), in the run's order."""
+    out = []
+    for raw in data.get("benchmarks", []):
+        info = raw.get("extra_info") or {}
+        if raw.get("group") == "live_feed" and isinstance(info.get("feed"), dict):
+            out.append({"name": str(raw.get("name", "?")), **info})
+    return out
+
+
+def _us(ns: object) -> str:
+    return f"{float(ns) / 1e3:,.1f}" if isinstance(ns, int | float) else "—"
+
+
+def live_feed_table_html(records: list[dict[str, Any]], label: str) -> str:
+    """One row per live_feed run: what was sent and lost, recovery, latency percentiles."""
+    e = html.escape
+    lines = ['<div class="tm-bench" data-group="live_feed-runs">', "<table>",
+             "<caption>Group <code>live_feed</code>, one row per run: messages, the "
+             "receiver's own drops (its gaps minus the sender's injected drops), "
+             "re-requests, messages lost, the tail after end of session, and the latency "
+             "percentiles per data packet (µs).</caption>",
+             "<thead><tr><th>run</th><th>messages</th><th>injected / receiver drops</th>"
+             "<th>requests</th><th>lost</th><th>tail</th><th>socket→book p50 / p99 / "
+             "p99.9 / max</th><th>decode→book p50 / p99 / p99.9 / max</th>"
+             "<th>datagrams per recvmmsg</th></tr></thead>", "<tbody>"]
+    for r in records:
+        f = r["feed"]
+        s2b, d2b = f.get("socket_to_book_ns", {}), f.get("decode_to_book_ns", {})
+        quad = ("p50", "p99", "p99.9", "max")
+        fill = f.get("datagrams_per_call")
+        lines.append(
+            f'<tr><th scope="row">{e(r["name"].removeprefix("test_"))}</th>'
+            f"<td>{f.get('messages', 0):,}</td>"
+            f"<td>{f.get('injected_drop_messages', 0):,} / "
+            f"{f.get('receiver_drop_messages', 0):,}</td>"
+            f"<td>{f.get('requests', 0):,}</td><td>{f.get('lost', 0):,}</td>"
+            f"<td>{fmt_time(float(f.get('tail_s', 0.0)))}</td>"
+            f"<td>{' / '.join(_us(s2b.get(k)) for k in quad)}</td>"
+            f"<td>{' / '.join(_us(d2b.get(k)) for k in quad)}</td>"
+            f"<td>{'—' if fill is None else f'{float(fill):.1f}'}</td></tr>")
+    lines.append("</tbody></table>")
+    notes = [e(text) for text in dict.fromkeys(str(r.get("includes", "")) for r in records)
+             if text]
+    notes.append(f"Measured on: {e(label)}")
     lines += ['<p class="tm-bench-note">' + "<br>".join(notes) + "</p>", "</div>", ""]
     return "\n".join(lines)
 
@@ -796,6 +848,9 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
     columns_layout = columns_layout_html(data, label)  # chapter 9
     if columns_layout is not None:
         write("simd-layout-table.md", columns_layout)
+    feed_runs = live_feed_records(data)
+    if feed_runs:
+        write("live-feed-runs-table.md", live_feed_table_html(feed_runs, label))
     for group in sorted(want.tables):
         if f"{group}-table.md" not in written:
             write(f"{group}-table.md", missing_table_html(group, source))

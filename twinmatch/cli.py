@@ -598,6 +598,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--mode", choices=["book", "match"], default="book")
     c.set_defaults(func=compare_cmd)
     _add_journal_parser(sub)
+    from twinmatch.feed_cli import add_feed_parser  # chapter 13 (standard library only)
+
+    add_feed_parser(sub)
     return parser
 
 

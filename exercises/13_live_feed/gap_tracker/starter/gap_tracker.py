@@ -1,0 +1,32 @@
+"""TODO: gap detection and re-request for a MoldUDP64 receiver (chapter 13), without a socket.
+
+A packet carries messages ``seq, seq+1, ..., seq+len(messages)-1``. The tracker hands
+each message on exactly once, in sequence order; a packet that arrives ahead of a gap is
+held back until the gap is filled; a heartbeat says which sequence number comes next.
+``request()`` says what to ask the re-request server for.
+"""
+
+from __future__ import annotations
+
+
+class GapTracker:
+    def __init__(self, start: int = 1) -> None:
+        self.expected = start  # the next sequence number to hand on
+        self.known = start     # one past the highest sequence number known to exist
+        self.held: dict[int, list[bytes]] = {}  # seq -> messages, packets ahead of a gap
+
+    def on_packet(self, seq: int, messages: list[bytes]) -> list[bytes]:
+        """The messages that can be handed on now, in sequence order."""
+        # TODO: a duplicate hands on nothing; a packet ahead of a gap is held back; a
+        # packet that reaches `expected` hands on its new messages, then every held
+        # packet that is now in sequence. Keep `known` up to date.
+        raise NotImplementedError
+
+    def on_heartbeat(self, next_seq: int) -> None:
+        self.known = max(self.known, next_seq)
+
+    def request(self) -> tuple[int, int] | None:
+        """(first sequence number, count) of the first run of missing messages: from the
+        next one expected up to the first held packet (or all that is known)."""
+        # TODO
+        raise NotImplementedError
