@@ -96,7 +96,11 @@ LOBSTER_START_NS: Final = 34_200 * 10**9  # 09:30:00
 LOBSTER_END_NS: Final = 57_600 * 10**9    # 16:00:00 (inclusive, as the file name's ms)
 LOBSTER_EMPTY_ASK: Final = 9_999_999_999
 LOBSTER_EMPTY_BID: Final = -9_999_999_999
-LOBSTER_HALT_PRICE: Final = {ord("H"): -1, ord("P"): -1, ord("T"): 0, ord("Q"): 1}
+# Type 7 rows from H messages: price -1 halted (or paused), 0 quoting again, 1 trading
+# again; order id and size 0, direction -1. (As LOBSTER's documentation describes its
+# halt rows; UNVERIFIED against a LOBSTER file: the real sample has none. NB the comment
+# on LOBSTER_HALT in contract/dtypes.py reads 0 and 1 the other way round.)
+LOBSTER_HALT_PRICE: Final = {ord("H"): -1, ord("P"): -1, ord("Q"): 0, ord("T"): 1}
 
 
 def lobster_columns(levels: int) -> list[tuple[str, np.dtype]]:

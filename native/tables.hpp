@@ -378,9 +378,9 @@ private:
     static constexpr std::int64_t kNoHalt = 2;
     static std::int64_t halt_price(std::uint8_t state) {
         switch (state) {
-            case 'H': case 'P': return -1;
-            case 'T': return 0;
-            case 'Q': return 1;
+            case 'H': case 'P': return -1;  // halted, paused (LOBSTER_HALT_PRICE in
+            case 'Q': return 0;             // contract/tables.py: quoting again,
+            case 'T': return 1;             // trading again)
             default: return kNoHalt;
         }
     }

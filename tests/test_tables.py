@@ -46,7 +46,8 @@ from twinmatch.cli import main
 from twinmatch.gen import market_day_bytes
 from twinmatch.tables_cli import convert, lobster, lobster_time, stream_tables
 
-TWINS = {"naive": naive.tables.TableBuilder, "optimized": optimized.tables.TableBuilder}
+TWINS: dict[str, Any] = {"naive": naive.tables.TableBuilder,
+                         "optimized": optimized.tables.TableBuilder}
 Batches = dict[str, dict[str, np.ndarray]]
 
 
@@ -325,7 +326,7 @@ def test_bad_depth_refused_alike(depth: object) -> None:
     errors = []
     for twin in TWINS.values():
         with pytest.raises((ValueError, TypeError)) as err:
-            twin(depth=depth)  # type: ignore[arg-type]
+            twin(depth=depth)
         errors.append((type(err.value), str(err.value)))
     assert errors[0] == errors[1]
 
@@ -367,8 +368,9 @@ def test_parquet_file(tmp_path: Path, day: bytes) -> None:
     assert t.column("bid_size").to_pylist() == ref["bid_size"].tolist()
     assert result["rows"]["bbo"] == len(ref["seq"])
     utc = t.column("session_time").cast("int64").to_numpy()
-    assert (utc - ref["timestamp"].astype(np.int64) == session_offset_ns(
-        date_from_name(src.name))).all()  # type: ignore[arg-type]
+    session = date_from_name(src.name)
+    assert session is not None
+    assert (utc - ref["timestamp"].astype(np.int64) == session_offset_ns(session)).all()
 
 
 def test_failed_run_leaves_no_file(tmp_path: Path, day: bytes) -> None:
