@@ -120,6 +120,17 @@ public:
     const Market& market() const { return market_; }
     std::uint64_t messages() const { return seq_; }
 
+    // One level as the tables show it: price, total shares, orders (all 0: no level).
+    struct LevelRow {
+        std::uint32_t price = 0;
+        std::uint64_t size = 0;
+        std::uint32_t orders = 0;
+        bool operator==(const LevelRow&) const = default;
+    };
+    struct Bbo {
+        LevelRow bid, ask;
+        bool operator==(const Bbo&) const = default;
+    };
     // --8<-- [start:feed]
     // The whole records at the start of buf[0, n): framing checked exactly as
     // itch::decode_one checks it (same errors), a partial record left for the next call.
@@ -278,13 +289,16 @@ private:
         const std::uint8_t k = e.type;
         if (k == 'A' || k == 'F') {
             const Order after = order(e.order_ref);
-            if (!before.live && after.live)
+            if (!before.live && after.live) {
+                count_level(after.locate, after.side, e.price, +1);
                 changed(e, after.locate, after.side, e.price, e.shares, 0, 0, 0);
+            }
             return;
         }
         if (!before.live) return;  // unknown reference: counted by the market
         if (k == 'E' || k == 'C') {
             if (fills_.empty()) return;  // over-execution or 0 shares
+            if (e.shares == before.shares) count_level(before.locate, before.side, before.price, -1);
             const std::uint32_t print = k == 'C' ? e.price : before.price;  // E: resting price
             changed(e, before.locate, before.side, before.price, e.shares, before.price,
                     before.shares, print);
@@ -292,20 +306,53 @@ private:
         } else if (k == 'X') {
             const Order after = order(e.order_ref);
             const std::uint32_t left = after.live ? after.shares : 0;
-            if (e.shares > 0 && left == before.shares - e.shares)
+            if (e.shares > 0 && left == before.shares - e.shares) {
+                if (left == 0) count_level(before.locate, before.side, before.price, -1);
                 changed(e, before.locate, before.side, before.price, e.shares, before.price,
                         before.shares, 0);
+            }
         } else if (k == 'D') {
-            if (!order(e.order_ref).live)
+            if (!order(e.order_ref).live) {
+                count_level(before.locate, before.side, before.price, -1);
                 changed(e, before.locate, before.side, before.price, before.shares,
                         before.price, before.shares, 0);
+            }
         } else {  // U
             const bool gone = e.new_order_ref == e.order_ref || !order(e.order_ref).live;
             const Order want{true, before.locate, before.side, e.price, e.shares};
-            if (gone && order(e.new_order_ref) == want)
+            if (gone && order(e.new_order_ref) == want) {
+                count_level(before.locate, before.side, before.price, -1);
+                count_level(before.locate, before.side, e.price, +1);
                 changed(e, before.locate, before.side, e.price, e.shares, before.price,
                         before.shares, 0);
+            }
         }
+    }
+
+    // Orders resting at each (locate, side, price): the market's levels keep only their
+    // total shares (a depth query counts the queue), and the bbo needs the count after
+    // every message, so the builder keeps its own, in the market's hash map (reserve
+    // before insert: no allocation unless the table has to grow).
+    static std::uint64_t level_key(std::uint16_t locate, Side side, std::uint32_t price) {
+        return (std::uint64_t(locate) << 33) | (std::uint64_t(side) << 32) | price;
+    }
+    void count_level(std::uint16_t locate, Side side, std::uint32_t price, int delta) {
+        const std::uint64_t key = level_key(locate, side, price);
+        std::uint32_t n = level_orders_.find(key);
+        if (n == RefMap::kAbsent) n = 0; else level_orders_.erase(key);
+        n += static_cast<std::uint32_t>(delta);  // -1 only where an order left: n >= 1
+        if (n != 0) {
+            level_orders_.reserve_one();
+            level_orders_.insert(key, n);
+        }
+    }
+    // The best level of one side: (price, total shares, orders), all 0 if empty. O(1):
+    // the market's best price and level total, and the count above.
+    LevelRow best(std::uint16_t locate, Side side) const {
+        std::uint64_t qty = 0;
+        const std::uint32_t p = market_.best(locate, side, qty);
+        if (p == 0) return LevelRow{};
+        return LevelRow{p, qty, level_orders_.find(level_key(locate, side, p))};
     }
     // --8<-- [end:book]
 
@@ -331,14 +378,13 @@ private:
         }
         if (lobster_ != 0) lobster_book(e, locate, side, price, shares, prev_price, prev_shares);
         if (keep(kBbo, locate)) {
-            Level top[2];
-            levels(locate, 1, top);
+            const LevelRow top[2] = {best(locate, Side::Buy), best(locate, Side::Sell)};
             Bbo now{top[0], top[1]};
             if (!(now == last_bbo_[locate])) {
                 last_bbo_[locate] = now;
                 Table& t = t_[kBbo];
                 std::size_t c = put_common(t, e.timestamp, locate);
-                for (const Level& l : top) {
+                for (const LevelRow& l : top) {
                     t.cols[c++].push(l.price);
                     t.cols[c++].push(l.size);
                     t.cols[c++].push(l.orders);
@@ -348,14 +394,14 @@ private:
         }
         if (keep(kDepth, locate)) {
             levels(locate, depth_, scratch_.data());
-            std::unique_ptr<Level[]>& last = last_depth_[locate];
-            if (!last) last = std::make_unique<Level[]>(2 * depth_);  // zeros: empty levels
+            std::unique_ptr<LevelRow[]>& last = last_depth_[locate];
+            if (!last) last = std::make_unique<LevelRow[]>(2 * depth_);  // zeros: empty levels
             if (!std::equal(scratch_.begin(), scratch_.begin() + 2 * depth_, last.get())) {
                 std::copy(scratch_.begin(), scratch_.begin() + 2 * depth_, last.get());
                 Table& t = t_[kDepth];
                 std::size_t c = put_common(t, e.timestamp, locate);
                 for (int s = 0; s < 2; ++s) {
-                    const Level* l = scratch_.data() + s * depth_;
+                    const LevelRow* l = scratch_.data() + s * depth_;
                     for (std::uint32_t i = 0; i < depth_; ++i) t.cols[c + i].push(l[i].price);
                     for (std::uint32_t i = 0; i < depth_; ++i) t.cols[c + depth_ + i].push(l[i].size);
                     for (std::uint32_t i = 0; i < depth_; ++i)
@@ -405,13 +451,13 @@ private:
                  Side w_side = Side::Buy, std::uint32_t w_price = 0, std::uint32_t w_shares = 0) {
         if (!keep(kLobster, locate) || ts < kLobsterStart || ts > kLobsterEnd) return;
         const std::uint32_t n = lobster_;
-        Level* book = scratch_.data();  // n + 1 levels per side
+        LevelRow* book = scratch_.data();  // n + 1 levels per side
         levels(locate, n + 1, book);
         std::uint32_t kept[2] = {0, 0};
         for (int s = 0; s < 2; ++s) {
-            Level* lv = book + s * (n + 1);
+            LevelRow* lv = book + s * (n + 1);
             for (std::uint32_t i = 0; i < n + 1; ++i) {
-                Level l = lv[i];
+                LevelRow l = lv[i];
                 if (without && Side(s) == w_side && l.orders != 0 && l.price == w_price) {
                     l.size -= w_shares;
                     l.orders -= 1;
@@ -427,8 +473,8 @@ private:
         t.cols[c++].push(m.price);
         t.cols[c++].push(m.direction);
         for (std::uint32_t k = 0; k < n; ++k) {
-            const Level* ask = book + (n + 1) + k;
-            const Level* bid = book + k;
+            const LevelRow* ask = book + (n + 1) + k;
+            const LevelRow* bid = book + k;
             t.cols[c++].push(k < kept[1] ? std::int64_t(ask->price) : kEmptyAsk);
             t.cols[c++].push(k < kept[1] ? ask->size : std::uint64_t{0});
             t.cols[c++].push(k < kept[0] ? std::int64_t(bid->price) : kEmptyBid);
@@ -463,26 +509,16 @@ private:
     }
 
     // --8<-- [start:levels]
-    struct Level {
-        std::uint32_t price = 0;
-        std::uint64_t size = 0;
-        std::uint32_t orders = 0;
-        bool operator==(const Level&) const = default;
-    };
-    struct Bbo {
-        Level bid, ask;
-        bool operator==(const Bbo&) const = default;
-    };
     // The top n levels of each side into out[0, n) (bids) and out[n, 2n) (asks); an
     // empty level is all zeros.
-    void levels(std::uint16_t locate, std::uint32_t n, Level* out) const {
+    void levels(std::uint16_t locate, std::uint32_t n, LevelRow* out) const {
         for (int s = 0; s < 2; ++s) {
-            Level* side = out + s * n;
+            LevelRow* side = out + s * n;
             std::uint32_t i = 0;
             market_.depth(locate, Side(s), n, [&](const DepthRow& r) {
-                side[i++] = Level{r.price, r.qty, r.count};
+                side[i++] = LevelRow{r.price, r.qty, r.count};
             });
-            for (; i < n; ++i) side[i] = Level{};
+            for (; i < n; ++i) side[i] = LevelRow{};
         }
     }
     // --8<-- [end:levels]
@@ -494,6 +530,8 @@ private:
     }
 
     Market market_;
+    GrowthBudget budget_;                      // no limit (the market's test hook)
+    RefMap level_orders_{&budget_};            // level_key -> orders resting there
     std::vector<FillRecord> fills_;
     std::vector<std::array<char, 8>> filter_;
     std::uint32_t depth_;
@@ -502,8 +540,8 @@ private:
     std::vector<std::uint8_t> wanted_;         // locate -> rows kept (the symbol filter)
     std::vector<std::uint8_t> trading_;        // locate -> the last H's state (0: none)
     std::vector<Bbo> last_bbo_;                // locate -> its last bbo row
-    std::vector<std::unique_ptr<Level[]>> last_depth_;  // locate -> last depth row (lazily)
-    std::vector<Level> scratch_;
+    std::vector<std::unique_ptr<LevelRow[]>> last_depth_;  // locate -> last depth row (lazily)
+    std::vector<LevelRow> scratch_;
     std::array<Table, kAllTables> t_;
     std::uint64_t seq_ = 0;
 };

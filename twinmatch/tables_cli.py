@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import hashlib
 import io
 import json
 import os
+import queue
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -153,12 +156,17 @@ def stream_tables(source: Path, impl: str, tables: Sequence[str], symbols: objec
 
 # ------------------------------------------------------------------ writing
 
+@functools.cache
+def _char_names() -> pa.Array:
+    import pyarrow as pa
+    return pa.array(["" if b == 0 else show_bytes(bytes([b])) for b in range(256)])
+
+
 def _chars(values: np.ndarray) -> pa.Array:
     """A column of ASCII codes (u1) as one-character strings (0 -> ""), dictionary coded:
     no Python object per row."""
     import pyarrow as pa
-    names = pa.array(["" if b == 0 else show_bytes(bytes([b])) for b in range(256)])
-    return pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int16)), names)
+    return pa.DictionaryArray.from_arrays(pa.array(values.astype(np.int16)), _char_names())
 
 
 def _text(values: np.ndarray) -> pa.Array:
@@ -194,7 +202,11 @@ def arrow_table(table: str, batch: dict[str, np.ndarray], depth: int,
 
 class Writers:
     """One output file per table, written under a temporary name; commit() renames them
-    all into place, abort() removes them."""
+    all into place, abort() removes them.
+
+    Batches are converted and written on a thread of their own behind a queue of two
+    batches, while the next chunk is read and built (the builder and pyarrow's writer
+    both release the GIL); the queue bounds the memory."""
 
     def __init__(self, out: Path, tables: Sequence[str], fmt: str, depth: int,
                  offset_ns: int | None) -> None:
@@ -203,8 +215,34 @@ class Writers:
         self.temp = {t: out / f".{t}.{fmt}.part-{os.getpid()}" for t in tables}
         self.writers: dict[str, Any] = {}
         self.rows = dict.fromkeys(tables, 0)
+        self._queue: queue.Queue[dict[str, dict[str, np.ndarray]] | None] = queue.Queue(2)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name="tables-writer", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while (batches := self._queue.get()) is not None:
+            if self._error is None:
+                try:
+                    self.write_now(batches)
+                except BaseException as exc:  # noqa: BLE001 - handed to the reading thread
+                    self._error = exc
 
     def write(self, batches: dict[str, dict[str, np.ndarray]]) -> None:
+        """Queue a batch (waits while two are queued); raises a writing error seen so far."""
+        if self._error is not None:
+            raise self._error
+        self._queue.put(batches)
+
+    def finish(self) -> None:
+        """Wait for every queued batch to be written; raises the first writing error."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def write_now(self, batches: dict[str, dict[str, np.ndarray]]) -> None:
         for table, batch in batches.items():
             n = len(batch["seq"])
             if n == 0 and table in self.writers:
@@ -227,6 +265,7 @@ class Writers:
         return pcsv.CSVWriter(self.temp[table], _decoded(schema.empty_table()).schema)
 
     def commit(self, meta: dict[str, str]) -> None:
+        self.finish()
         for table, w in self.writers.items():
             if self.fmt == "parquet":
                 w.add_key_value_metadata(meta | {"twinmatch.table": table,
@@ -241,6 +280,11 @@ class Writers:
         os.replace(tmp, meta_path)
 
     def abort(self) -> None:
+        self._error = self._error or RuntimeError("aborted")  # the thread drops the rest
+        try:
+            self.finish()
+        except BaseException:  # noqa: BLE001 - cleaning up after the real error
+            pass
         for w in self.writers.values():
             try:
                 w.close()
@@ -313,8 +357,9 @@ def convert(source: Path, out: Path, *, impl: str = "optimized",
     try:
         counters, sha = stream_tables(source, impl, names, symbols, depth, chunk,
                                       writers.write, progress)
+        writers.finish()
         if not writers.writers:  # an empty feed still gets its (empty) files
-            writers.write({t: _empty(t, depth) for t in names})
+            writers.write_now({t: _empty(t, depth) for t in names})
         meta = metadata(source, sha, day, names, wanted, depth, impl, counters)
         writers.commit(meta)
     except BaseException:
