@@ -515,8 +515,9 @@ private:
         for (int s = 0; s < 2; ++s) {
             LevelRow* side = out + s * n;
             std::uint32_t i = 0;
-            market_.depth(locate, Side(s), n, [&](const DepthRow& r) {
-                side[i++] = LevelRow{r.price, r.qty, r.count};
+            market_.depth_totals(locate, Side(s), n, [&](std::uint32_t price, std::uint64_t qty) {
+                side[i++] = LevelRow{price, qty,
+                                     level_orders_.find(level_key(locate, Side(s), price))};
             });
             for (; i < n; ++i) side[i] = LevelRow{};
         }

@@ -200,25 +200,19 @@ def arrow_table(table: str, batch: dict[str, np.ndarray], depth: int,
     return pa.Table.from_arrays(arrays, names=names)
 
 
-class Writers:
-    """One output file per table, written under a temporary name; commit() renames them
-    all into place, abort() removes them.
+class Queued:
+    """Batches converted and written on a thread of their own behind a queue of two, while
+    the next chunk is read and built (the builder and pyarrow's writers release the GIL);
+    the queue bounds the memory. Subclasses define write_now()."""
 
-    Batches are converted and written on a thread of their own behind a queue of two
-    batches, while the next chunk is read and built (the builder and pyarrow's writer
-    both release the GIL); the queue bounds the memory."""
-
-    def __init__(self, out: Path, tables: Sequence[str], fmt: str, depth: int,
-                 offset_ns: int | None) -> None:
-        self.out, self.fmt, self.depth, self.offset_ns = out, fmt, depth, offset_ns
-        self.final = {t: out / f"{t}.{fmt}" for t in tables}
-        self.temp = {t: out / f".{t}.{fmt}.part-{os.getpid()}" for t in tables}
-        self.writers: dict[str, Any] = {}
-        self.rows = dict.fromkeys(tables, 0)
+    def __init__(self) -> None:
         self._queue: queue.Queue[dict[str, dict[str, np.ndarray]] | None] = queue.Queue(2)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._drain, name="tables-writer", daemon=True)
         self._thread.start()
+
+    def write_now(self, batches: dict[str, dict[str, np.ndarray]]) -> None:
+        raise NotImplementedError
 
     def _drain(self) -> None:
         while (batches := self._queue.get()) is not None:
@@ -241,6 +235,28 @@ class Writers:
             self._thread.join()
         if self._error is not None:
             raise self._error
+
+    def stop(self) -> None:
+        """After a failure: drop what is queued, wait for the thread, ignore its errors."""
+        self._error = self._error or RuntimeError("aborted")
+        try:
+            self.finish()
+        except BaseException:  # noqa: BLE001 - cleaning up after the real error
+            pass
+
+
+class Writers(Queued):
+    """One output file per table, written under a temporary name; commit() renames them
+    all into place, abort() removes them."""
+
+    def __init__(self, out: Path, tables: Sequence[str], fmt: str, depth: int,
+                 offset_ns: int | None) -> None:
+        self.out, self.fmt, self.depth, self.offset_ns = out, fmt, depth, offset_ns
+        self.final = {t: out / f"{t}.{fmt}" for t in tables}
+        self.temp = {t: out / f".{t}.{fmt}.part-{os.getpid()}" for t in tables}
+        self.writers: dict[str, Any] = {}
+        self.rows = dict.fromkeys(tables, 0)
+        super().__init__()
 
     def write_now(self, batches: dict[str, dict[str, np.ndarray]]) -> None:
         for table, batch in batches.items():
@@ -280,11 +296,7 @@ class Writers:
         os.replace(tmp, meta_path)
 
     def abort(self) -> None:
-        self._error = self._error or RuntimeError("aborted")  # the thread drops the rest
-        try:
-            self.finish()
-        except BaseException:  # noqa: BLE001 - cleaning up after the real error
-            pass
+        self.stop()
         for w in self.writers.values():
             try:
                 w.close()
@@ -400,7 +412,7 @@ def lobster_time(ns: np.ndarray) -> np.ndarray:
 # --8<-- [end:lobster_text]
 
 
-class LobsterFiles:
+class LobsterFiles(Queued):
     """The message and orderbook CSV pair per symbol, LOBSTER's names, written under a
     temporary name and renamed by commit()."""
 
@@ -408,6 +420,7 @@ class LobsterFiles:
         self.out, self.day, self.levels = out, day, levels
         self.files: dict[str, tuple[IO[bytes], IO[bytes], Path, Path]] = {}
         self.rows: dict[str, int] = {}
+        super().__init__()
 
     def names(self, symbol: str) -> tuple[Path, Path]:
         stem = f"{symbol}_{self.day.isoformat()}_34200000_57600000"
@@ -423,7 +436,7 @@ class LobsterFiles:
             self.rows[symbol] = 0
         return self.files[symbol]
 
-    def write(self, batches: dict[str, dict[str, np.ndarray]]) -> None:
+    def write_now(self, batches: dict[str, dict[str, np.ndarray]]) -> None:
         import pyarrow as pa
         import pyarrow.csv as pcsv
         batch = batches["lobster"]
@@ -445,6 +458,7 @@ class LobsterFiles:
             self.rows[symbol_text(bytes(raw))] += int(pick.sum())
 
     def commit(self, symbols: Sequence[str]) -> None:
+        self.finish()
         for symbol in symbols:  # a symbol with no row in the session still gets its pair
             self._open(symbol)
         for symbol, (msg_f, book_f, tmp_msg, tmp_book) in self.files.items():
@@ -455,6 +469,7 @@ class LobsterFiles:
             os.replace(tmp_book, book)
 
     def abort(self) -> None:
+        self.stop()
         for msg_f, book_f, tmp_msg, tmp_book in self.files.values():
             msg_f.close()
             book_f.close()
