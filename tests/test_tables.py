@@ -483,3 +483,16 @@ def test_lobster_twins_write_the_same_files(tmp_path: Path, day: bytes) -> None:
     assert files["naive"] == files["optimized"]
 
 
+
+
+def test_cli_reads_a_pcap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = real_file("moldudp64-multiple-packets.pcap")
+    out = tmp_path / "out"
+    assert main(["tables", str(src), str(out), "--tables", "messages,bbo", "--format", "csv",
+                 "--date", "2023-08-22"]) == 0
+    lines = (out / "messages.csv").read_text().splitlines()
+    assert len(lines) == 1 + 38  # the 38 A/F (the D names an order added before the capture)
+    meta = json.loads((out / "metadata.json").read_text())
+    assert json.loads(meta["twinmatch.counters"])["unknown_ref"] == 1
+    assert meta["twinmatch.session_date"] == "2023-08-22"
+    assert "2023-08-22 13:30:38" in lines[1]  # 09:30:38 New York (EDT) in UTC
