@@ -106,6 +106,8 @@ void register_tables(nb::module_& m) {
                 }
                 return out;
             },
+            nb::sig("def take(self) -> list[list[tuple[str, "
+                    "numpy.typing.NDArray[numpy.uint8]]]]"),
             "Every table's columns since the last take(): [[(name, uint8 bytes), ...], ...].")
         .def_prop_ro("messages", [](BoundTables& b) { return b.idle().messages(); })
         .def(

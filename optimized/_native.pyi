@@ -985,7 +985,7 @@ class TableBuilder:
         Read whole framed records; returns (consumed, error code, type, length).
         """
 
-    def take(self) -> list:
+    def take(self) -> list[list[tuple[str, numpy.typing.NDArray[numpy.uint8]]]]:
         """
         Every table's columns since the last take(): [[(name, uint8 bytes), ...], ...].
         """
