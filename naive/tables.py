@@ -80,6 +80,7 @@ class TableBuilder:
         self._trading: dict[int, int] = {}      # locate -> state byte of its last H
         self._last_bbo: dict[int, tuple[int, ...]] = {}
         self._last_depth: dict[int, tuple[int, ...]] = {}
+        self._level_orders: dict[tuple[int, int, int], int] = {}  # (locate, side, price) -> n
         self._rows: dict[str, list[tuple[object, ...]]] = {t: [] for t in self.tables}
         if self.lobster:
             self._rows["lobster"] = []
@@ -215,6 +216,7 @@ class TableBuilder:
         if kind in (_A, _F):
             after = self._order(ref)
             if before is None and after is not None:  # else refused: counted, no change
+                self._count(after[0], after[1], price, +1)
                 self._changed(e, after[0], after[1], price, shares, 0, 0, 0)
             return
         if before is None:
@@ -223,6 +225,8 @@ class TableBuilder:
         if kind in (_E, _C):
             if len(fills) == 0:
                 return  # over-execution or 0 shares: counted, nothing changed
+            if shares == old_shares:  # the order left the book
+                self._count(locate, side, old_price, -1)
             exec_price = price if kind == _C else old_price  # E prints at the resting price
             self._changed(e, locate, side, old_price, shares, old_price, old_shares, exec_price)
             if kind == _E or printable == ord("Y"):
@@ -230,14 +234,29 @@ class TableBuilder:
         elif kind == _X:
             after = self._order(ref)
             if shares > 0 and (0 if after is None else after[3]) == old_shares - shares:
+                if after is None:
+                    self._count(locate, side, old_price, -1)
                 self._changed(e, locate, side, old_price, shares, old_price, old_shares, 0)
         elif kind == _D:
             if self._order(ref) is None:
+                self._count(locate, side, old_price, -1)
                 self._changed(e, locate, side, old_price, old_shares, old_price, old_shares, 0)
         else:  # U: the new order rests, same side, new price and shares; the old one left
             gone = new_ref == ref or self._order(ref) is None
             if gone and self._order(new_ref) == (locate, side, price, shares):
+                self._count(locate, side, old_price, -1)
+                self._count(locate, side, price, +1)
                 self._changed(e, locate, side, price, shares, old_price, old_shares, 0)
+
+    def _count(self, locate: int, side: int, price: int, delta: int) -> None:
+        """Orders resting at (locate, side, price), kept as the C++ twin keeps them: the
+        bbo's order count after every message without counting a queue."""
+        key = (locate, side, price)
+        n = self._level_orders.get(key, 0) + delta
+        if n:
+            self._level_orders[key] = n
+        else:
+            del self._level_orders[key]
     # --8<-- [end:book]
 
     def _changed(self, e: EventRow, locate: int, side: int, price: int, shares: int,
@@ -251,7 +270,7 @@ class TableBuilder:
         if self.lobster:
             self._lobster_book(e, locate, side, price, shares, prev_price, prev_shares)
         if self._keep("bbo", locate):
-            top = self._top(locate, 1)
+            top = self._best(locate)
             if self._last_bbo.get(locate, (0,) * 6) != top:
                 self._last_bbo[locate] = top
                 self._rows["bbo"].append(self._common(ts, locate) + top
@@ -261,6 +280,16 @@ class TableBuilder:
             if self._last_depth.get(locate, (0,) * (6 * self.depth)) != levels:
                 self._last_depth[locate] = levels
                 self._rows["depth"].append(self._common(ts, locate) + levels)
+
+    def _best(self, locate: int) -> tuple[int, ...]:
+        """The bbo columns: (bid price, size, orders, ask price, size, orders), 0s if empty."""
+        out: list[int] = []
+        for top, side in zip(self._market.top(locate), (0, 1), strict=True):
+            if top is None:
+                out += [0, 0, 0]
+            else:
+                out += [top[0], top[1], self._level_orders[(locate, side, top[0])]]
+        return tuple(out)
 
     # --8<-- [start:top]
     def _top(self, locate: int, n: int) -> tuple[int, ...]:
