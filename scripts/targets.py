@@ -52,7 +52,7 @@ TABLES_TARGETS: tuple[Target, ...] = (
            "ITCH day to bbo + trades Parquet: optimized >= 1.5x itch-book's itch2parquet "
            "(600k messages, 500 symbols, same file, each tool's command line)", "tables", 1.5),
     Target("chapter 14", "tables-day20m-vs-itchbook",
-           "the same on the 20M-message, 4,000-symbol day (opt-in: TWINMATCH_BENCH_TABLES_DAY=1)",
+           "the same on the 20M-message, 4,000-symbol day (opt-in: make bench-tables-day)",
            "tables", 1.5),
     Target("chapter 14", "tables-lobster-vs-itchbook",
            "LOBSTER export, 3 busiest symbols at 10 levels: itch-book's time / ours", "tables",

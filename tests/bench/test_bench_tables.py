@@ -19,7 +19,7 @@ are all inside; the generated day, in the page cache, is read by both):
 
 The paired records (tests/bench/paired.py) are the claims: ``tables-day-vs-itchbook``
 (target: optimized >= 1.5x itch-book) and ``tables-lobster-vs-itchbook`` (reported). The
-issue's 20M-message day is opt-in (``TWINMATCH_BENCH_TABLES_DAY=1``, several minutes):
+issue's 20M-message day is opt-in (``make bench-tables-day``, several minutes):
 ``tables-day20m-vs-itchbook``.
 """
 
