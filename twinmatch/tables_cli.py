@@ -364,6 +364,8 @@ def convert(source: Path, out: Path, *, impl: str = "optimized",
     if not source.is_file():
         raise FileNotFoundError(f"no such file: {source}")
     out.mkdir(parents=True, exist_ok=True)
+    if "depth" in names and depth > DEFAULT_DEPTH:  # a depth row grows with N: so a batch
+        chunk = max(chunk * DEFAULT_DEPTH // depth, 1 << 16)  # holds about as many bytes
     offset = None if day is None else session_offset_ns(day)
     writers = Writers(out, names, fmt, depth, offset)
     try:
