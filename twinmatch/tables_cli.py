@@ -275,8 +275,13 @@ class Writers(Queued):
 
     def _open(self, table: str, schema: pa.Schema) -> Any:
         if self.fmt == "parquet":
+            import pyarrow as pa
             import pyarrow.parquet as pq
-            return pq.ParquetWriter(self.temp[table], schema, compression="zstd")
+            # Dictionary pages only for the text columns (already dictionary arrays): on a
+            # timestamp or a sequence number the writer would try one and give it up.
+            text = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+            return pq.ParquetWriter(self.temp[table], schema, compression="zstd",
+                                    use_dictionary=text)
         import pyarrow.csv as pcsv
         return pcsv.CSVWriter(self.temp[table], _decoded(schema.empty_table()).schema)
 
