@@ -50,7 +50,7 @@ class Target:
 TABLES_TARGETS: tuple[Target, ...] = (
     Target("chapter 14", "tables-day-vs-itchbook",
            "ITCH day to bbo + trades Parquet: optimized >= 1.5x itch-book's itch2parquet "
-           "(600k messages, 500 symbols, same file, each tool's command line)", "tables", 1.5),
+           "(1M messages, 500 symbols, same file, each tool's command line)", "tables", 1.5),
     Target("chapter 14", "tables-day20m-vs-itchbook",
            "the same on the 20M-message, 4,000-symbol day (opt-in: make bench-tables-day)",
            "tables", 1.5),
@@ -58,7 +58,7 @@ TABLES_TARGETS: tuple[Target, ...] = (
            "LOBSTER export, 3 busiest symbols at 10 levels: itch-book's time / ours", "tables",
            0.0, report_only=True),
     Target("chapter 14", "tables-day-rss",
-           "bbo + trades conversion of the 600k-message day: peak RSS of twinmatch tables",
+           "bbo + trades conversion of the 1M-message day: peak RSS of twinmatch tables",
            "tables", 0.0, report_only=True, kind="value", unit="MB"),
     Target("chapter 14", "tables-day-rss-itchbook",
            "the same conversion: peak RSS of itch2parquet convert", "tables", 0.0,

@@ -12,8 +12,9 @@ are all inside; the generated day, in the page cache, is read by both):
   group's table has the twins on a smaller day (NAIVE_DAY; naive: one round); the
   itch-book comparison is the paired record (the group's paired table).
 * ``lobster`` -- LOBSTER's message + orderbook files of the day's three busiest symbols at
-  10 levels: ``twinmatch lobster`` against ``itch2parquet lobster`` (their files differ in
-  one documented convention: the book row after a replace's deletion, see chapter 14).
+  10 levels: ``twinmatch lobster`` against ``itch2parquet lobster``, checked first: the
+  message files byte for byte, the orderbook files row for row except the one documented
+  convention they differ in (the book on a replace's deletion row, chapter 14).
 * peak memory -- each converter's peak RSS (the child process's ``ru_maxrss``), recorded
   as measured values (scripts/targets.py reports them).
 
@@ -41,9 +42,9 @@ from tests.bench.paired import Side, paired
 from twinmatch.gen import write_market_day
 
 DATE = "2024-01-02"  # the generated day's session date (any date will do)
-# 600k messages keeps the group within ~3 minutes of `make bench-run` (most of it the
+# 1M messages keeps the group within ~3 minutes of `make bench-run` (most of it the
 # 11 + 11 pairs of full conversions by two tools).
-DAY = (20_000 if SMALL else 600_000, 50 if SMALL else 500)
+DAY = (20_000 if SMALL else 1_000_000, 50 if SMALL else 500)
 NAIVE_DAY = (5_000 if SMALL else 100_000, 50 if SMALL else 500)
 BIG_DAY = (20_000_000, 4_000)
 RUN_BIG = os.environ.get("TWINMATCH_BENCH_TABLES_DAY") == "1"
@@ -137,6 +138,28 @@ def check_same_tables(path: Path) -> None:
         assert np.array_equal(sa, sb)
 
 
+def check_same_lobster(path: Path, symbols: str) -> None:
+    """Our LOBSTER files against itch-book's: the message files byte for byte, and the
+    orderbook rows equal except on a replace's deletion row, where itch-book writes the book
+    after the whole replace (our next row) and we the book between the two."""
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b = Path(tmp) / "a", Path(tmp) / "b"
+        run_child(ours("lobster", path, a, "optimized", symbols))
+        run_child(theirs("lobster", path, b, symbols))
+        for sym in symbols.split(","):
+            stem = f"{sym}_{DATE}_34200000_57600000"
+            msg = (a / f"{stem}_message_{LEVELS}.csv").read_bytes()
+            assert msg == (b / f"{stem}_message_{LEVELS}.csv").read_bytes(), sym
+            mine = (a / f"{stem}_orderbook_{LEVELS}.csv").read_text().splitlines()
+            their = (b / f"{stem}_orderbook_{LEVELS}.csv").read_text().splitlines()
+            rows = [line.split(",") for line in msg.decode().splitlines()]
+            assert len(mine) == len(their) == len(rows) > 0
+            for i, (x, y) in enumerate(zip(mine, their, strict=True)):
+                if x != y:  # a deletion (3) followed by its submission (1), same time
+                    assert rows[i][1] == "3" and rows[i + 1][1] == "1", (sym, i)
+                    assert rows[i][0] == rows[i + 1][0] and y == mine[i + 1], (sym, i)
+
+
 def timed(cmd_for: Any) -> Any:
     """A paired side's run(): a fresh output directory each time, the child's wall time."""
     def run(_: Any) -> float:
@@ -216,7 +239,7 @@ def test_paired_tables_convert(benchmark: Any, workload: str, days: dict[str, Pa
 def test_paired_tables_lobster(benchmark: Any, days: dict[str, Path]) -> None:
     path = days["day"]
     symbols = busiest(path)
-    itch2parquet()
+    check_same_lobster(path, symbols)
     fast = Side("optimized", timed(lambda out: ours("lobster", path, out, "optimized",
                                                    symbols)), ops=DAY[0])
     slow = Side("itch-book", timed(lambda out: theirs("lobster", path, out, symbols)),
