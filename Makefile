@@ -122,6 +122,16 @@ bench-day: $(BENCH_STAMP) bench-deps build
 	  --benchmark-json=out/bench-day.json --benchmark-columns=median,rounds -q
 	$(PY) scripts/targets.py out/bench-day.json --only engine-full-day-rss
 
+# Chapter 14 on the issue's 20M-message, 4,000-symbol day: twinmatch tables against
+# itch-book's itch2parquet, paired (11 pairs; several minutes). Not in make bench-run.
+.PHONY: bench-tables-day
+bench-tables-day: $(BENCH_STAMP) build
+	mkdir -p out
+	TWINMATCH_BENCH_TABLES_DAY=1 $(VENV)/bin/pytest tests/bench/test_bench_tables.py \
+	  -k "paired_tables_convert and day20m" -p no:cacheprovider --benchmark-only \
+	  --benchmark-json=out/bench-tables-day.json --benchmark-columns=median,rounds -q
+	$(PY) scripts/targets.py out/bench-tables-day.json --only tables-day20m-vs-itchbook
+
 # The book with fresh numbers from this machine (a missed target is reported in the
 # book, not fatal here).
 book: bench-run

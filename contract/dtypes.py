@@ -62,7 +62,7 @@ LOBSTER_DELETE: Final = 3          # total deletion -> OP_CANCEL
 LOBSTER_EXECUTE: Final = 4         # execution of a visible order -> OP_EXECUTE
 LOBSTER_HIDDEN: Final = 5          # execution of a hidden order: no book change
 LOBSTER_CROSS: Final = 6           # auction cross trade: no book change
-LOBSTER_HALT: Final = 7            # trading halt (price -1 halt, 0 resume, 1 quoting)
+LOBSTER_HALT: Final = 7            # trading halt (price -1 halt, 0 quoting, 1 trading)
 
 # One LOBSTER message-file row. time is int64 nanoseconds after midnight, parsed exactly
 # from the decimal seconds of the file (no float rounding); price is signed because halt

@@ -897,6 +897,19 @@ public:
                        });
     }
 
+    // depth() without the order counts (which walk each level's queue): (price, total)
+    // of up to max_levels levels, best first. For the research tables (tables.hpp).
+    template <class Out>
+    void depth_totals(std::uint16_t locate, Side side, std::int64_t max_levels, Out&& out) const {
+        if (max_levels <= 0) return;
+        std::int64_t emitted = 0;
+        for_each_level(loc_[locate].side[int(side)], side == Side::Sell,
+                       [&](std::uint32_t price, const PriceLevel& l) {
+                           out(price, l.total);
+                           return ++emitted < max_levels;
+                       });
+    }
+
     // (locate, side, price, shares) of a live order.
     bool order(std::uint64_t ref, std::uint16_t& locate, Side& side, std::uint32_t& price,
                std::uint32_t& shares) const {

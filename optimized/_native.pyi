@@ -1081,3 +1081,24 @@ class FeedReceiver:
     def known(self) -> int: ...
     @property
     def request_deadline(self) -> int: ...
+
+class TableBuilder:
+    """Research tables from ITCH (native/tables.hpp)."""
+
+    def __init__(
+        self, on: Sequence[bool], symbols: Sequence[bytes], depth: int, lobster: int = 0
+    ) -> None: ...
+    def feed(self, buffer: object) -> tuple[int, int, int, int]:
+        """
+        Read whole framed records; returns (consumed, error code, type, length).
+        """
+
+    def take(self) -> list[list[tuple[str, numpy.typing.NDArray[numpy.uint8]]]]:
+        """
+        Every table's columns since the last take(): [[(name, uint8 bytes), ...], ...].
+        """
+
+    @property
+    def messages(self) -> int: ...
+    def counters(self) -> tuple[list[int], int, int, int]:
+        """(anomalies by kind, locked episodes, crossed episodes, live orders)"""

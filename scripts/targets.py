@@ -46,6 +46,25 @@ class Target:
     unit: str = ""
 
 
+# Chapter 14 (group "tables", tests/bench/test_bench_tables.py): research files vs itch-book.
+TABLES_TARGETS: tuple[Target, ...] = (
+    Target("chapter 14", "tables-day-vs-itchbook",
+           "ITCH day to bbo + trades Parquet: optimized >= 1.5x itch-book's itch2parquet "
+           "(1M messages, 500 symbols, same file, each tool's command line)", "tables", 1.5),
+    Target("chapter 14", "tables-day20m-vs-itchbook",
+           "the same on the 20M-message, 4,000-symbol day (opt-in: make bench-tables-day)",
+           "tables", 1.5),
+    Target("chapter 14", "tables-lobster-vs-itchbook",
+           "LOBSTER export, 3 busiest symbols at 10 levels: itch-book's time / ours", "tables",
+           0.0, report_only=True),
+    Target("chapter 14", "tables-day-rss",
+           "bbo + trades conversion of the 1M-message day: peak RSS of twinmatch tables",
+           "tables", 0.0, report_only=True, kind="value", unit="MB"),
+    Target("chapter 14", "tables-day-rss-itchbook",
+           "the same conversion: peak RSS of itch2parquet convert", "tables", 0.0,
+           report_only=True, kind="value", unit="MB"),
+)
+
 TARGETS: tuple[Target, ...] = (
     Target("chapter 1", "book-batch-vs-naive",
            "optimized batch >= 100x naive, the faster of its two modes (realistic 1M-op stream)",
@@ -107,6 +126,7 @@ TARGETS: tuple[Target, ...] = (
                "filter: SIMD rows/s as a share of a sequential read of the same column bytes",
                "simd", 0.0, report_only=True),
     ),
+    *TABLES_TARGETS,
 )
 
 

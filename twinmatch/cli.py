@@ -601,7 +601,43 @@ def build_parser() -> argparse.ArgumentParser:
     from twinmatch.feed_cli import add_feed_parser  # chapter 13 (standard library only)
 
     add_feed_parser(sub)
+    _add_tables_parsers(sub)
     return parser
+
+
+def tables_cmd(args: argparse.Namespace) -> int:
+    from twinmatch.tables_cli import tables_cmd as run
+    return run(args)
+
+
+def lobster_cmd(args: argparse.Namespace) -> int:
+    from twinmatch.tables_cli import lobster_cmd as run
+    return run(args)
+
+
+def _add_tables_parsers(sub: Any) -> None:
+    """`tables` and `lobster` (chapter 14; the code is in twinmatch/tables_cli.py)."""
+    t = sub.add_parser("tables", help="an ITCH day (raw, gzip, PCAP) to research tables "
+                                      "(bbo, trades, messages, depth, halts, noii, symbols)")
+    t.add_argument("file", type=Path)
+    t.add_argument("out", type=Path, help="output directory: <table>.parquet (or .csv) each")
+    t.add_argument("--tables", default="bbo,trades", help="comma-separated (default bbo,trades)")
+    t.add_argument("--symbols", default=None, help="comma-separated symbols (default: all)")
+    t.add_argument("--depth", type=int, default=None, help="levels in `depth` (default 5)")
+    t.add_argument("--format", choices=["parquet", "csv"], default="parquet")
+    t.add_argument("--date", default=None,
+                   help="session date YYYY-MM-DD (default: from the file name)")
+    t.add_argument("--impl", choices=["naive", "optimized"], default="optimized")
+    t.set_defaults(func=tables_cmd)
+    lob = sub.add_parser("lobster", help="an ITCH day to LOBSTER's message + orderbook files")
+    lob.add_argument("file", type=Path)
+    lob.add_argument("out", type=Path, help="output directory")
+    lob.add_argument("--symbols", required=True, help="comma-separated symbols")
+    lob.add_argument("--levels", type=int, default=10, help="book levels (default 10)")
+    lob.add_argument("--date", default=None,
+                     help="session date YYYY-MM-DD (default: from the file name)")
+    lob.add_argument("--impl", choices=["naive", "optimized"], default="optimized")
+    lob.set_defaults(func=lobster_cmd)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

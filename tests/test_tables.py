@@ -1,0 +1,523 @@
+"""Research tables (chapter 14): both twins identical, table by table; the rules; the files.
+
+Small generated days only: the naive twin spends a few hundred microseconds a message.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import naive.tables
+import optimized.tables
+from contract.itch_errors import ItchError
+from contract.tables import (
+    LOBSTER_EMPTY_ASK,
+    LOBSTER_EMPTY_BID,
+    TABLES,
+    columns,
+    date_from_name,
+    lobster_columns,
+    session_offset_ns,
+)
+from naive.itch import (
+    AddOrder,
+    OperationalHalt,
+    OrderCancel,
+    OrderDelete,
+    OrderExecuted,
+    OrderExecutedWithPrice,
+    OrderReplace,
+    Record,
+    StockDirectory,
+    StockTradingAction,
+    frame,
+)
+from naive.orders import read_lobster
+from optimized.orders import read_lobster as read_lobster_native
+from tests.conftest import real_file
+from twinmatch.cli import main
+from twinmatch.gen import market_day_bytes
+from twinmatch.tables_cli import convert, lobster, lobster_time, stream_tables
+
+TWINS: dict[str, Any] = {"naive": naive.tables.TableBuilder,
+                         "optimized": optimized.tables.TableBuilder}
+Batches = dict[str, dict[str, np.ndarray]]
+
+
+@pytest.fixture(scope="module")
+def day() -> bytes:
+    raw, _ = market_day_bytes(3000, 12, 7)
+    return raw
+
+
+def build(impl: str, data: bytes, pieces: Iterator[int] | None = None, **kw: Any) -> Batches:
+    """Every table of ``data`` from one twin, fed whole or in pieces of the given sizes."""
+    b = TWINS[impl](**({"tables": TABLES} | kw))
+    parts: list[Batches] = []
+    carry, at = b"", 0
+    for size in pieces or iter([len(data)]):
+        buf = carry + data[at:at + size]
+        at += size
+        used = b.feed(buf)
+        carry = buf[used:]
+        if used or at >= len(data):
+            parts.append(b.take())
+        if at >= len(data):
+            break
+    assert carry == b""
+    return {t: {c: np.concatenate([p[t][c] for p in parts]) for c in parts[0][t]}
+            for t in parts[0]}
+
+
+def assert_same(a: Batches, b: Batches) -> None:
+    assert a.keys() == b.keys()
+    for table in a:
+        assert list(a[table]) == list(b[table]), table
+        for col in a[table]:
+            x, y = a[table][col], b[table][col]
+            assert x.dtype == y.dtype, (table, col)
+            assert np.array_equal(x, y), (table, col)
+
+
+# ------------------------------------------------------------------ twins
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_twins_identical_on_generated_days(seed: int) -> None:
+    raw, _ = market_day_bytes(2500, 10, seed)
+    a = build("naive", raw, lobster=5, depth=3)
+    b = build("optimized", raw, lobster=5, depth=3)
+    assert_same(a, b)
+    for table in TABLES:  # the contract's columns, in order, with its dtypes
+        assert [(n, a[table][n].dtype) for n in a[table]] == columns(table, 3)
+    assert [(n, a["lobster"][n].dtype) for n in a["lobster"]] == lobster_columns(5)
+    assert len(a["bbo"]["seq"]) and len(a["trades"]["seq"]) and len(a["depth"]["seq"])
+
+
+def test_twins_identical_with_a_symbol_filter(day: bytes) -> None:
+    names = {bytes(s).rstrip() for s in build("optimized", day)["symbols"]["symbol"]}
+    pick = sorted(names)[:2]
+    a = build("naive", day, symbols=[p.decode() for p in pick])
+    b = build("optimized", day, symbols=[p.decode() for p in pick])
+    assert_same(a, b)
+    for table in a:
+        assert {bytes(s).rstrip() for s in a[table]["symbol"]} <= set(pick)
+    assert len(a["bbo"]["seq"]) > 0
+
+
+def test_chunk_boundaries_at_every_byte(day: bytes) -> None:
+    """Fed one byte at a time, every record is cut at every one of its byte positions."""
+    small = day[:4000]
+    cut = small[:_whole(small)]
+    whole = build("optimized", cut)
+    assert_same(build("optimized", cut, iter(lambda: 1, 0)), whole)
+    assert_same(build("naive", cut, iter(lambda: 1, 0)), whole)
+    assert_same(build("naive", cut, iter([7, 13, 1, 300, 2] * 1000)), whole)
+
+
+def _whole(data: bytes) -> int:
+    """The length of the whole records at the start of ``data``."""
+    off = 0
+    while off + 2 <= len(data) and off + 2 + int.from_bytes(data[off:off + 2], "big") <= len(data):
+        off += 2 + int.from_bytes(data[off:off + 2], "big")
+    return off
+
+
+def _collect(path: Path, impl: str, **kw: Any) -> tuple[Batches, dict[str, int]]:
+    parts: list[Batches] = []
+    counters, _ = stream_tables(path, impl, TABLES, None, 5, on_batch=parts.append, **kw)
+    merged = {t: {c: np.concatenate([p[t][c] for p in parts]) for c in parts[0][t]}
+              for t in parts[0]} if parts else {}
+    return merged, counters
+
+
+@pytest.mark.parametrize("name", ["stock-directory-sample.itch", "moldudp64-multiple-packets.pcap",
+                                  "moldudp64-add-order.pcap",
+                                  "moldudp64-20230822-order-executed-sanitized.pcap"])
+def test_twins_identical_on_real_captures(name: str) -> None:
+    path = real_file(name)
+    a, ca = _collect(path, "naive")
+    b, cb = _collect(path, "optimized")
+    assert_same(a, b)
+    assert ca == cb
+    if name.endswith(".itch"):  # 993 R messages, 3 H
+        assert len(a["symbols"]["seq"]) == 993 and len(a["halts"]["seq"]) == 3
+        aapl = a["symbols"]["symbol"][a["symbols"]["locate"] == 13]
+        assert bytes(aapl[0]) == b"AAPL    "
+    if name == "moldudp64-multiple-packets.pcap":  # 1 D of an unknown order, 38 A/F
+        assert ca["unknown_ref"] == 1
+        assert len(a["messages"]["seq"]) == 38
+
+
+# ------------------------------------------------------------------ the rules
+
+def _replay_bbo(messages: dict[str, np.ndarray]) -> list[tuple[int, ...]]:
+    """The documented rules: a level book per locate from the messages table alone."""
+    orders: dict[int, tuple[int, int, int, int]] = {}  # ref -> locate, side, price, shares
+    levels: dict[tuple[int, int], dict[int, list[int]]] = {}  # (locate, side) -> price -> [size, n]
+    last: dict[int, tuple[int, ...]] = {}
+    out = []
+
+    def rest(ref: int, loc: int, side: int, price: int, shares: int) -> None:
+        orders[ref] = (loc, side, price, shares)
+        lv = levels.setdefault((loc, side), {}).setdefault(price, [0, 0])
+        lv[0] += shares
+        lv[1] += 1
+
+    def take(ref: int, shares: int) -> None:
+        loc, side, price, left = orders[ref]
+        lv = levels[(loc, side)][price]
+        lv[0] -= shares
+        if left == shares:
+            del orders[ref]
+            lv[1] -= 1
+            if lv[1] == 0:
+                del levels[(loc, side)][price]
+        else:
+            orders[ref] = (loc, side, price, left - shares)
+
+    cols = [messages[c].tolist() for c in ("timestamp", "seq", "locate", "symbol", "type",
+                                           "order_ref", "new_order_ref", "side", "price",
+                                           "shares", "prev_shares")]
+    for ts, seq, loc, sym, kind, ref, new_ref, side_b, price, shares, prev in zip(
+            *cols, strict=True):
+        side = 0 if side_b == ord("B") else 1
+        if chr(kind) in "AF":
+            rest(ref, loc, side, price, shares)
+        elif chr(kind) in "ECX":
+            take(ref, shares)
+        elif chr(kind) == "D":
+            take(ref, prev)
+        else:  # U
+            take(ref, prev)
+            rest(new_ref, loc, side, price, shares)
+        top: list[int] = []
+        for s, pick in ((0, max), (1, min)):
+            book = levels.get((loc, s), {})
+            best = pick(book) if book else 0
+            top += [best, *book[best]] if book else [0, 0, 0]
+        if last.get(loc, (0,) * 6) != tuple(top):
+            last[loc] = tuple(top)
+            out.append((ts, seq, loc, sym, *top))
+    return out
+
+
+def test_messages_replayed_reproduce_bbo(day: bytes) -> None:
+    t = build("optimized", day)
+    bbo = t["bbo"]
+    names = ["timestamp", "seq", "locate", "symbol", "bid_price", "bid_size", "bid_orders",
+             "ask_price", "ask_size", "ask_orders"]
+    expected = list(zip(*(bbo[c].tolist() for c in names), strict=True))
+    assert _replay_bbo(t["messages"]) == expected
+
+
+def _feed(*records: Record) -> bytes:
+    return b"".join(frame(r) for r in records)
+
+
+AAPL = b"AAPL    "
+
+
+def _directory(locate: int = 1, stock: bytes = AAPL) -> StockDirectory:
+    return StockDirectory(locate, 0, 1, stock, b"Q", b"N", 100, b"N", b"C", b"Z ", b"P",
+                          b"N", b"N", b"1", b"N", 0, b"N")
+
+
+@pytest.mark.parametrize("impl", TWINS)
+def test_halt_never_gates_the_book(impl: str) -> None:
+    data = _feed(_directory(), StockTradingAction(1, 0, 2, AAPL, b"H", b" ", b"T1  "),
+                 AddOrder(1, 0, 3, 10, b"B", 100, AAPL, 1000),
+                 OperationalHalt(1, 0, 4, AAPL, b"Q", b"H"),
+                 AddOrder(1, 0, 5, 11, b"S", 50, AAPL, 1001),
+                 StockTradingAction(1, 0, 6, AAPL, b"T", b" ", b"    "),
+                 OrderExecuted(1, 0, 7, 11, 20, 99))
+    t = build(impl, data)
+    assert t["bbo"]["bid_price"].tolist() == [1000, 1000, 1000]
+    assert t["bbo"]["ask_size"].tolist() == [0, 50, 30]
+    assert t["bbo"]["trading_state"].tolist() == [ord("H"), ord("H"), ord("T")]
+    assert [chr(k) for k in t["halts"]["kind"]] == ["H", "h", "H"]
+    assert t["halts"]["reason"].tolist() == [b"T1  ", b"", b"    "]  # raw bytes
+    assert t["halts"]["market_code"].tolist() == [0, ord("Q"), 0]
+    # E prints at the resting order's price
+    assert t["trades"]["price"].tolist() == [1001]
+    assert t["trades"]["side"].tolist() == [ord("S")]
+
+
+@pytest.mark.parametrize("impl", TWINS)
+def test_self_contained_messages_and_trades(impl: str) -> None:
+    data = _feed(_directory(),
+                 AddOrder(1, 0, 3, 10, b"B", 100, AAPL, 1000),
+                 OrderExecutedWithPrice(1, 0, 4, 10, 10, 5, b"Y", 990),
+                 OrderExecutedWithPrice(1, 0, 5, 10, 10, 6, b"N", 980),
+                 OrderCancel(1, 0, 6, 10, 30),
+                 OrderReplace(1, 0, 7, 10, 12, 40, 1005),
+                 OrderDelete(1, 0, 8, 12))
+    t = build(impl, data, lobster=2)
+    m = t["messages"]
+    assert [chr(k) for k in m["type"]] == list("ACCXUD")
+    assert m["side"].tolist() == [ord("B")] * 6
+    assert m["price"].tolist() == [1000, 1000, 1000, 1000, 1005, 1005]
+    assert m["prev_shares"].tolist() == [0, 100, 90, 80, 50, 40]
+    assert m["exec_price"].tolist() == [0, 990, 980, 0, 0, 0]
+    # printable C only, at its own price
+    assert t["trades"]["price"].tolist() == [990]
+    # a replace in LOBSTER: a deletion (book without the new order), then a submission
+    lob = t["lobster"]
+    assert lob["type"].tolist() == []  # before 09:30: outside LOBSTER's session
+    late = _feed(*(r._replace(timestamp=r.timestamp + 34_200 * 10**9) for r in (
+        _directory(), AddOrder(1, 0, 3, 10, b"B", 100, AAPL, 1000),
+        OrderReplace(1, 0, 7, 10, 12, 40, 1005))))
+    lob = build(impl, late, lobster=2)["lobster"]
+    assert lob["type"].tolist() == [1, 3, 1]
+    assert lob["order_id"].tolist() == [10, 10, 12]
+    assert lob["size"].tolist() == [100, 100, 40]
+    assert lob["bid_price_1"].tolist() == [1000, LOBSTER_EMPTY_BID, 1005]
+    assert lob["ask_price_1"].tolist() == [LOBSTER_EMPTY_ASK] * 3
+    assert lob["ask_size_1"].tolist() == [0, 0, 0]
+
+
+@pytest.mark.parametrize("impl", TWINS)
+def test_unknown_refs_are_counted_and_make_no_row(impl: str) -> None:
+    data = _feed(_directory(), OrderExecuted(1, 0, 3, 77, 5, 1), OrderDelete(1, 0, 4, 78),
+                 AddOrder(1, 0, 5, 10, b"B", 100, AAPL, 1000),
+                 AddOrder(1, 0, 6, 10, b"S", 100, AAPL, 1002),  # duplicate reference
+                 OrderCancel(1, 0, 7, 10, 500))                  # over-cancel
+    b = TWINS[impl](tables=TABLES)
+    b.feed(data)
+    t = b.take()
+    assert len(t["messages"]["seq"]) == 1 and len(t["trades"]["seq"]) == 0
+    c = b.counters()
+    assert (c["unknown_ref"], c["duplicate_ref"], c["over_cancel"]) == (2, 1, 1)
+    assert c["messages"] == 6 and c["live_orders"] == 1
+
+
+# ------------------------------------------------------------------ hostile input
+
+@pytest.mark.parametrize("impl", TWINS)
+@pytest.mark.parametrize("damage", ["zero_length", "bad_length"])
+def test_bad_record_names_its_offset(impl: str, damage: str, day: bytes) -> None:
+    at = _whole(day[:1000])
+    bad = b"\x00\x00" if damage == "zero_length" else b"\x00\x05A\x00\x00\x00\x00"
+    b = TWINS[impl](tables=TABLES)
+    with pytest.raises(ItchError) as err:
+        b.feed(day[:at] + bad + day[at:])
+    assert err.value.offset == at and err.value.reason == damage
+    assert len(b.take()["symbols"]["seq"]) > 0  # what came before is kept
+
+
+@pytest.mark.parametrize("value", ["TOOLONGSYM", "A B", "", ",", "AAPL,é"])
+def test_bad_symbols_refused_alike(value: str) -> None:
+    errors = []
+    for twin in TWINS.values():
+        with pytest.raises(ValueError) as err:
+            twin(symbols=value)
+        errors.append(str(err.value))
+    assert errors[0] == errors[1]
+
+
+@pytest.mark.parametrize("depth", [0, -1, 51, True, 2.5])
+def test_bad_depth_refused_alike(depth: object) -> None:
+    errors = []
+    for twin in TWINS.values():
+        with pytest.raises((ValueError, TypeError)) as err:
+            twin(depth=depth)
+        errors.append((type(err.value), str(err.value)))
+    assert errors[0] == errors[1]
+
+
+def test_tables_dates() -> None:
+    assert str(date_from_name("01302019.NASDAQ_ITCH50.gz")) == "2019-01-30"
+    assert str(date_from_name("S20190130-v50.pcap")) == "2019-01-30"
+    assert date_from_name("day.itch") is None
+    # EST in January (UTC-5), EDT in June (UTC-4)
+    import datetime as dt
+    assert session_offset_ns(dt.date(2019, 1, 30)) % 86_400_000_000_000 == 5 * 3600 * 10**9
+    assert session_offset_ns(dt.date(2012, 6, 21)) % 86_400_000_000_000 == 4 * 3600 * 10**9
+
+
+# ------------------------------------------------------------------ files
+
+def test_parquet_file(tmp_path: Path, day: bytes) -> None:
+    pq = pytest.importorskip("pyarrow.parquet")
+    src = tmp_path / "01302019.NASDAQ_ITCH50.gz"
+    src.write_bytes(gzip.compress(day, 1))
+    out = tmp_path / "out"
+    result = convert(src, out, tables="bbo,trades,halts", chunk=16_384)
+    assert sorted(p.name for p in out.iterdir()) == ["bbo.parquet", "halts.parquet",
+                                                     "metadata.json", "trades.parquet"]
+    f = pq.ParquetFile(out / "bbo.parquet")
+    assert f.metadata.num_row_groups > 1  # one row group per batch
+    meta = {k.decode(): v.decode() for k, v in f.metadata.metadata.items()}
+    assert meta["twinmatch.session_date"] == "2019-01-30"
+    assert meta["twinmatch.price_scale"] == "10000"
+    import hashlib
+    assert meta["twinmatch.source_sha256"] == hashlib.sha256(src.read_bytes()).hexdigest()
+    assert json.loads(meta["twinmatch.counters"])["messages"] == 3000
+    t = f.read()
+    assert str(t.schema.field("bid_size").type) == "uint64"
+    assert str(t.schema.field("bid_price").type) == "uint32"
+    assert str(t.schema.field("session_time").type) == "timestamp[ns, tz=UTC]"
+    ref = build("optimized", day)["bbo"]
+    assert t.column("seq").to_pylist() == ref["seq"].tolist()
+    assert t.column("bid_size").to_pylist() == ref["bid_size"].tolist()
+    assert result["rows"]["bbo"] == len(ref["seq"])
+    utc = t.column("session_time").cast("int64").to_numpy()
+    session = date_from_name(src.name)
+    assert session is not None
+    assert (utc - ref["timestamp"].astype(np.int64) == session_offset_ns(session)).all()
+
+
+def test_failed_run_leaves_no_file(tmp_path: Path, day: bytes) -> None:
+    src = tmp_path / "cut.itch"
+    src.write_bytes(day[:-3])  # the last record cut short
+    out = tmp_path / "out"
+    with pytest.raises(ItchError, match="truncated_body"):
+        convert(src, out, tables="bbo,trades", chunk=8192)
+    assert list(out.iterdir()) == []
+    assert main(["tables", str(src), str(out)]) == 2
+    assert list(out.iterdir()) == []
+    with pytest.raises(ItchError):
+        lobster(src, out, symbols="AAPL", date="2019-01-30", chunk=8192)
+    assert list(out.iterdir()) == []
+
+
+def test_cli_csv_and_bad_arguments(tmp_path: Path, day: bytes,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "day.itch"
+    src.write_bytes(day)
+    out = tmp_path / "out"
+    assert main(["tables", str(src), str(out), "--tables", "bbo,noii", "--format", "csv",
+                 "--impl", "naive"]) == 0
+    captured = capsys.readouterr()
+    assert "bbo:" in captured.out and captured.err == ""  # no progress bar when piped
+    header = (out / "bbo.csv").read_text().splitlines()[0]
+    assert header.startswith('"timestamp","seq","locate","symbol","bid_price"')  # no date
+    for bad in (["--depth", "0"], ["--symbols", "TOOLONGSYM"], ["--tables", "nope"],
+                ["--date", "30/01/2019"]):
+        assert main(["tables", str(src), str(tmp_path / "x"), *bad]) == 2
+        assert "twinmatch tables:" in capsys.readouterr().err
+    assert main(["lobster", str(src), str(tmp_path / "y"), "--symbols", "AAPL"]) == 2
+    assert "--date" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ LOBSTER
+
+def test_lobster_time_text_as_the_real_sample() -> None:
+    path = real_file("lobster-AAPL-2012-06-21-message-10.csv")
+    text = [line.split(",")[0] for line in path.read_text().splitlines()]
+    ns = read_lobster(path)["time"]
+    assert lobster_time(ns.astype(np.int64)).tolist() == text
+
+
+def test_lobster_real_sample_layout() -> None:
+    """The orderbook file: per level ask price, ask size, bid price, bid size."""
+    book = np.loadtxt(real_file("lobster-AAPL-2012-06-21-orderbook-10.csv"), delimiter=",",
+                      dtype=np.int64)
+    assert book.shape[1] == 40
+    asks, bids = book[:, 0::4], book[:, 2::4]
+    assert (asks[:, 0] > bids[:, 0]).all()
+    assert (np.diff(asks, axis=1) > 0).all() and (np.diff(bids, axis=1) < 0).all()
+
+
+def _replay_lobster(messages: np.ndarray, levels: int) -> list[list[int]]:
+    """LOBSTER's rules from an empty book: 1 adds, 2 and 4 take shares, 3 deletes."""
+    orders: dict[int, tuple[int, int, int]] = {}
+    rows = []
+    for m in messages.tolist():
+        _, ref, price, size, kind, direction = m
+        if kind == 1:
+            orders[ref] = (direction, price, size)
+        elif kind in (2, 3, 4):
+            d, p, left = orders[ref]
+            orders[ref] = (d, p, left - size)
+            if left == size:
+                del orders[ref]
+        row: list[int] = []
+        sides: dict[int, dict[int, int]] = {1: {}, -1: {}}
+        for d, p, s in orders.values():
+            sides[d][p] = sides[d].get(p, 0) + s
+        asks = sorted(sides[-1].items())
+        bids = sorted(sides[1].items(), reverse=True)
+        for k in range(levels):
+            row += list(asks[k]) if k < len(asks) else [LOBSTER_EMPTY_ASK, 0]
+            row += list(bids[k]) if k < len(bids) else [LOBSTER_EMPTY_BID, 0]
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("impl", TWINS)
+def test_lobster_round_trip(tmp_path: Path, impl: str) -> None:
+    raw, _ = market_day_bytes(2500, 4, 11)
+    src = tmp_path / "day.itch"
+    src.write_bytes(raw)
+    names = sorted({bytes(s).decode().rstrip()
+                    for s in build("optimized", raw)["symbols"]["symbol"]})[:2]
+    result = lobster(src, tmp_path / "lob", symbols=",".join(names), levels=3, impl=impl,
+                     date="2019-01-30")
+    assert [Path(p).name for p in result["files"]][:2] == [
+        f"{names[0]}_2019-01-30_34200000_57600000_message_3.csv",
+        f"{names[0]}_2019-01-30_34200000_57600000_orderbook_3.csv"]
+    msg_path, book_path = result["files"][:2]
+    messages = read_lobster(msg_path)
+    assert np.array_equal(messages, read_lobster_native(msg_path))  # the reader reads it back
+    book = np.loadtxt(book_path, delimiter=",", dtype=np.int64, ndmin=2)
+    assert len(messages) == len(book) == result["rows"][names[0]] > 0
+    # the generated day rests nothing before 09:30, so the messages alone rebuild the book
+    assert _replay_lobster(messages, 3) == book.tolist()
+
+
+def test_lobster_twins_write_the_same_files(tmp_path: Path, day: bytes) -> None:
+    src = tmp_path / "day.itch"
+    src.write_bytes(day)
+    sym = bytes(build("optimized", day)["symbols"]["symbol"][0]).decode().rstrip()
+    files: dict[str, list[bytes]] = {}
+    for impl in TWINS:
+        r = lobster(src, tmp_path / impl, symbols=sym, levels=10, impl=impl, date="2019-01-30")
+        files[impl] = [Path(p).read_bytes() for p in r["files"]]
+    assert files["naive"] == files["optimized"]
+
+
+
+
+def test_cli_reads_a_pcap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = real_file("moldudp64-multiple-packets.pcap")
+    out = tmp_path / "out"
+    assert main(["tables", str(src), str(out), "--tables", "messages,bbo", "--format", "csv",
+                 "--date", "2023-08-22"]) == 0
+    lines = (out / "messages.csv").read_text().splitlines()
+    assert len(lines) == 1 + 38  # the 38 A/F (the D names an order added before the capture)
+    meta = json.loads((out / "metadata.json").read_text())
+    assert json.loads(meta["twinmatch.counters"])["unknown_ref"] == 1
+    assert meta["twinmatch.session_date"] == "2023-08-22"
+    assert "2023-08-22 13:30:38" in lines[1]  # 09:30:38 New York (EDT) in UTC
+
+
+def _outcome(impl: str, data: bytes) -> tuple[Any, ...]:
+    b = TWINS[impl](tables=TABLES, lobster=3)
+    try:
+        used = b.feed(data)
+        error: tuple[Any, ...] = ("ok", used)
+    except ItchError as exc:
+        error = (exc.reason, exc.offset, str(exc))
+    return error, b.take(), b.counters()
+
+
+def test_damaged_days_same_in_both_twins(day: bytes) -> None:
+    """Random byte flips (types, lengths, references, sides, prices): the same rows, the
+    same counters and the same error from both twins, and never a crash."""
+    import random
+    rng = random.Random(18)
+    base = bytearray(day[:6000])
+    for _ in range(60):
+        data = bytearray(base)
+        for _ in range(rng.randint(1, 6)):
+            data[rng.randrange(len(data))] = rng.randrange(256)
+        a, b = _outcome("naive", bytes(data)), _outcome("optimized", bytes(data))
+        assert a[0] == b[0] and a[2] == b[2]
+        assert_same(a[1], b[1])
