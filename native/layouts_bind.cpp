@@ -8,9 +8,45 @@
 
 #include <nanobind/stl/map.h>
 
+using namespace twinmatch::layouts;
+
+// --8<-- [start:counted]
+// The batch loop of each layout under a plain exported name, so that valgrind can find
+// it in the dynamic symbol table and count only what runs inside it (tests/bench/
+// test_bench_layouts.py: callgrind --toggle-collect on these names, one profile dump per
+// call), without Python's start-up and the set-up around it.
+#define TWINMATCH_LAYOUT_COUNTED(NAME, LAYOUT)                                                  \
+    extern "C" __attribute__((visibility("default"), noinline)) void                          \
+        twinmatch_layout_##NAME##_counted(LayoutBook<LAYOUT>& book, const OpRecord* ops,        \
+                                          std::size_t n, std::vector<FillRecord>& fills,       \
+                                          std::vector<RejectRecord>& rejects, std::uint32_t& at) { \
+        run_ops(book, ops, n, fills, rejects, at);                                             \
+    }
+TWINMATCH_LAYOUT_COUNTED(map, MapLayout)
+TWINMATCH_LAYOUT_COUNTED(vector, VectorLayout)
+TWINMATCH_LAYOUT_COUNTED(window, WindowLayout)
+TWINMATCH_LAYOUT_COUNTED(bitmap3, Bitmap3Layout)
+TWINMATCH_LAYOUT_COUNTED(treap, TreapLayout)
+TWINMATCH_LAYOUT_COUNTED(capped, CappedLayout)
+#undef TWINMATCH_LAYOUT_COUNTED
+// --8<-- [end:counted]
+
 namespace {
 
-using namespace twinmatch::layouts;
+template <class Lay>
+void counted(LayoutBook<Lay>& book, const OpRecord* ops, std::size_t n,
+             std::vector<FillRecord>& fills, std::vector<RejectRecord>& rejects,
+             std::uint32_t& at) {
+#define TWINMATCH_LAYOUT_CASE(NAME, LAYOUT) \
+    if constexpr (std::is_same_v<Lay, LAYOUT>) twinmatch_layout_##NAME##_counted(book, ops, n, fills, rejects, at);
+    TWINMATCH_LAYOUT_CASE(map, MapLayout)
+    TWINMATCH_LAYOUT_CASE(vector, VectorLayout)
+    TWINMATCH_LAYOUT_CASE(window, WindowLayout)
+    TWINMATCH_LAYOUT_CASE(bitmap3, Bitmap3Layout)
+    TWINMATCH_LAYOUT_CASE(treap, TreapLayout)
+    TWINMATCH_LAYOUT_CASE(capped, CappedLayout)
+#undef TWINMATCH_LAYOUT_CASE
+}
 
 // --8<-- [start:latency]
 // Reads of the time stamp counter that neither run ahead of the operation before them
@@ -101,6 +137,23 @@ void bind_layout(nb::module_& m, const char* name, const char* doc) {
                 "max_orders"_a = B::kMaxOrders);
     }
     bind_api<B>(cls);
+    cls.def(
+        "run_counted",
+        [](Bound<B>& b, nb::handle ops) {
+            OpsView view(ops);
+            b.idle();
+            b.fills.clear();
+            b.rejects.clear();
+            b.fills.reserve(std::min<std::size_t>(view.n, std::size_t(1) << 21));
+            b.rejects.reserve(1 << 10);
+            std::uint32_t at = 0;
+            counted(b.book, view.ops, view.n, b.fills, b.rejects, at);
+            return std::make_tuple(b.fills.size(), b.rejects.size());
+        },
+        "ops"_a.none(),
+        nb::sig("def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]"),
+        "Like apply (the same loop), through this layout's exported\n"
+        "twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).");
     cls.def(
         "latency",
         [](Bound<B>& b, nb::handle ops) {

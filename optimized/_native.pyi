@@ -1033,6 +1033,12 @@ class LayoutMap:
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
         """
 
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]:
+        """
+        Like apply (the same loop), through this layout's exported
+        twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).
+        """
+
     def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
         """
         Apply an OPS_DTYPE array one op at a time, each timed with the TSC (the timer's
@@ -1097,6 +1103,12 @@ class LayoutVector:
         """
         Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]:
+        """
+        Like apply (the same loop), through this layout's exported
+        twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).
         """
 
     def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
@@ -1165,6 +1177,12 @@ class LayoutWindow:
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
         """
 
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]:
+        """
+        Like apply (the same loop), through this layout's exported
+        twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).
+        """
+
     def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
         """
         Apply an OPS_DTYPE array one op at a time, each timed with the TSC (the timer's
@@ -1231,6 +1249,12 @@ class LayoutBitmap3:
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
         """
 
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]:
+        """
+        Like apply (the same loop), through this layout's exported
+        twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).
+        """
+
     def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
         """
         Apply an OPS_DTYPE array one op at a time, each timed with the TSC (the timer's
@@ -1295,6 +1319,12 @@ class LayoutTreap:
         """
         Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]:
+        """
+        Like apply (the same loop), through this layout's exported
+        twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).
         """
 
     def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
@@ -1374,6 +1404,12 @@ class LayoutCapped:
         """
         Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]:
+        """
+        Like apply (the same loop), through this layout's exported
+        twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).
         """
 
     def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
