@@ -27,7 +27,8 @@ Per layout x workload (``impl`` = the layout), what each record holds:
 Every layout's fills and rejects are checked against the window layout's first (the
 layouts are checked against the naive twin in tests/test_layouts.py).
 
-Paired (group "paired", tests/bench/paired.py): the ratios the chapter states.
+Paired (tests/bench/paired.py, also group "layouts": scripts/figures.py's
+layouts-paired-table.md): the ratios the chapter states.
 """
 
 from __future__ import annotations
@@ -261,7 +262,7 @@ PAIRED_LAYOUTS = {
 }
 
 
-@pytest.mark.benchmark(group="paired")
+@pytest.mark.benchmark(group="layouts")
 @pytest.mark.parametrize("key", list(PAIRED_LAYOUTS))
 def test_paired_layouts(benchmark: Any, key: str) -> None:
     fast, slow, name = PAIRED_LAYOUTS[key]
