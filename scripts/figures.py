@@ -725,12 +725,14 @@ def layouts_plot(recs: dict[tuple[str, str], dict[str, Any]], label: str, path: 
 
 
 def layouts_figures(data: dict[str, Any], label: str, out: Path,
-                    write: Callable[[str, str], None], written: set[str]) -> None:
-    """Chapter 8's tables (one per workload, always written: a row not measured says so)
-    and its plot (only when the run has the group)."""
+                    write: Callable[[str, str], None], written: set[str], want: Wanted) -> None:
+    """Chapter 8's tables (one per workload, where the run has the group or a chapter
+    includes the table: a row not measured says so) and its plot (when the run has it)."""
     recs = layout_records(data)
     for workload in LAYOUT_WORKLOADS:
-        write(f"{LAYOUTS_GROUP}-{workload}-table.md", layouts_table_html(workload, recs, label))
+        if recs or f"{LAYOUTS_GROUP}-{workload}" in want.tables:
+            write(f"{LAYOUTS_GROUP}-{workload}-table.md",
+                  layouts_table_html(workload, recs, label))
     if recs:
         layouts_plot(recs, label, out / f"{LAYOUTS_GROUP}-latency.svg")
         written.add(f"{LAYOUTS_GROUP}-latency.svg")
@@ -793,7 +795,6 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
         (out / name).write_text(text, encoding="utf-8")
         written.add(name)
 
-    layouts_figures(data, label, out, write, written)  # chapter 8: its own tables and plot
     for g in groups.values():
         if g.name == LAYOUTS_GROUP:
             continue
@@ -811,6 +812,7 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
             written.add(f"{slug(g.name)}-depth.svg")
 
     want = wanted(sorted(chapters.glob("*.md")))
+    layouts_figures(data, label, out, write, written, want)  # chapter 8: its own tables, plot
     # The speed targets as ratios measured in this run (scripts/targets.py).
     results = targets.evaluate(data) if groups else []
     if results:

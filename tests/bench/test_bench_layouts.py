@@ -78,6 +78,7 @@ INCLUDES = ("matching only: apply_ns, the batch loop timed inside C++ on a fresh
 # ----------------------------------------------------------------- workloads
 
 
+# --8<-- [start:workloads]
 def uniform_ops(n: int, seed: int = 8, mid: int = 1_000_000, band: int = 10_000,
                 resting: int = 10_000) -> np.ndarray:
     """Adds at prices uniform in (mid - band, mid) for bids and (mid, mid + band) for asks;
@@ -144,6 +145,7 @@ def workload(name: str) -> np.ndarray:
         ops, _ = optimized.orders.lobster_to_ops(optimized.orders.read_lobster(path))
         return ops
     raise ValueError(f"unknown workload {name!r}")
+# --8<-- [end:workloads]
 
 
 def new_book(layout: str, ops: np.ndarray) -> Any:
