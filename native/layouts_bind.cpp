@@ -89,8 +89,8 @@ std::map<std::string, double> latency(Bound<B>& b, const OpsView& ops) {
     b.fills.reserve(1 << 16);
     Histogram h;
     std::uint32_t at = 0;
-    std::uint64_t total_ticks = 0;
-    {
+    b.busy = true;  // the GIL is released: another thread must not touch the book
+    try {
         nb::gil_scoped_release nogil;
         for (std::size_t k = 0; k < ops.n; ++k) {
             if (b.fills.size() > (1u << 15)) b.fills.clear();  // outside the timed part
@@ -99,10 +99,13 @@ std::map<std::string, double> latency(Bound<B>& b, const OpsView& ops) {
             run_ops(b.book, ops.ops + k, 1, b.fills, b.rejects, at);
             std::uint64_t t1 = stamp();
             std::uint64_t d = t1 - t0;
-            total_ticks += d;
             h.record(to_ns(d > overhead ? d - overhead : 0));
         }
+    } catch (...) {  // the book is full (a MemoryError): the ops before it were applied
+        b.busy = false;
+        throw;
     }
+    b.busy = false;
     b.fills.clear();
     b.rejects.clear();
     return {{"count", double(h.count())},

@@ -373,3 +373,25 @@ def test_latency_histogram(name: str) -> None:
     assert 0 <= stats["p50_ns"] <= stats["p99_ns"] <= stats["p999_ns"] <= stats["max_ns"]
     assert stats["timer_overhead_ns"] >= 0
     assert state(book, list(range(400))) == state(ref, list(range(400)))
+
+
+def test_latency_on_a_full_book_raises_and_frees_the_book() -> None:
+    """latency() releases the GIL and marks the book busy meanwhile: an op that finds the
+    book full raises MemoryError, and the book is usable again afterwards."""
+    book = optimized.layouts.LayoutWindow(max_orders=2)
+    ops = ops_of([(OP_LIMIT, k, 0, 100 + k, 1, BUY) for k in range(3)])
+    with pytest.raises(MemoryError):
+        book.latency(ops)
+    assert len(book) == 2
+    assert book.cancel(0) == 1  # not left busy
+
+
+@pytest.mark.parametrize("name", list(optimized.layouts.LAYOUTS))
+def test_run_counted_is_apply(name: str) -> None:
+    """The loop valgrind counts is the batch loop: the same fills and rejects."""
+    ops = drifting_stream(2_000, 5)
+    book = optimized.layouts.LAYOUTS[name]()
+    if name == "capped":
+        book = optimized.layouts.LayoutCapped(price_cap=2**20, id_cap=512)
+    fills, rejects = naive.Book().apply(ops)
+    assert book.run_counted(ops) == (len(fills), len(rejects))
