@@ -11,34 +11,52 @@
 using namespace twinmatch::layouts;
 
 // --8<-- [start:counted]
-// The batch loop of each layout under a plain exported name, so that valgrind can find
-// it in the dynamic symbol table and count only what runs inside it (tests/bench/
-// test_bench_layouts.py: callgrind --toggle-collect on these names, one profile dump per
-// call), without Python's start-up and the set-up around it.
-#define TWINMATCH_LAYOUT_COUNTED(NAME, LAYOUT)                                                  \
-    extern "C" __attribute__((visibility("default"), noinline)) void                          \
-        twinmatch_layout_##NAME##_counted(LayoutBook<LAYOUT>& book, const OpRecord* ops,        \
-                                          std::size_t n, std::vector<FillRecord>& fills,       \
-                                          std::vector<RejectRecord>& rejects, std::uint32_t& at) { \
+// The batch loop of each layout under plain exported names, so that valgrind can find
+// them in the dynamic symbol table and count only what runs inside them (tests/bench/
+// test_bench_layouts.py: callgrind --toggle-collect on these names), without Python's
+// start-up and the set-up around them. Four copies per layout ("slots"), one per
+// workload, so that one valgrind run can count every layout on every workload and tell
+// the counts apart by function name.
+#define TWINMATCH_LAYOUT_COUNTED(NAME, LAYOUT, SLOT)                                          \
+    extern "C" __attribute__((visibility("default"), noipa)) void                             \
+        twinmatch_layout_##NAME##_counted_##SLOT(LayoutBook<LAYOUT>& book, const OpRecord* ops, \
+                                                 std::size_t n, std::vector<FillRecord>& fills, \
+                                                 std::vector<RejectRecord>& rejects,          \
+                                                 std::uint32_t& at) {                         \
         run_ops(book, ops, n, fills, rejects, at);                                             \
     }
-TWINMATCH_LAYOUT_COUNTED(map, MapLayout)
-TWINMATCH_LAYOUT_COUNTED(vector, VectorLayout)
-TWINMATCH_LAYOUT_COUNTED(window, WindowLayout)
-TWINMATCH_LAYOUT_COUNTED(bitmap3, Bitmap3Layout)
-TWINMATCH_LAYOUT_COUNTED(treap, TreapLayout)
-TWINMATCH_LAYOUT_COUNTED(capped, CappedLayout)
+#define TWINMATCH_LAYOUT_SLOTS(NAME, LAYOUT)   \
+    TWINMATCH_LAYOUT_COUNTED(NAME, LAYOUT, 0)  \
+    TWINMATCH_LAYOUT_COUNTED(NAME, LAYOUT, 1)  \
+    TWINMATCH_LAYOUT_COUNTED(NAME, LAYOUT, 2)  \
+    TWINMATCH_LAYOUT_COUNTED(NAME, LAYOUT, 3)
+TWINMATCH_LAYOUT_SLOTS(map, MapLayout)
+TWINMATCH_LAYOUT_SLOTS(vector, VectorLayout)
+TWINMATCH_LAYOUT_SLOTS(window, WindowLayout)
+TWINMATCH_LAYOUT_SLOTS(bitmap3, Bitmap3Layout)
+TWINMATCH_LAYOUT_SLOTS(treap, TreapLayout)
+TWINMATCH_LAYOUT_SLOTS(capped, CappedLayout)
+#undef TWINMATCH_LAYOUT_SLOTS
 #undef TWINMATCH_LAYOUT_COUNTED
 // --8<-- [end:counted]
 
 namespace {
 
+inline constexpr int kCountedSlots = 4;
+
 template <class Lay>
-void counted(LayoutBook<Lay>& book, const OpRecord* ops, std::size_t n,
+void counted(int slot, LayoutBook<Lay>& book, const OpRecord* ops, std::size_t n,
              std::vector<FillRecord>& fills, std::vector<RejectRecord>& rejects,
              std::uint32_t& at) {
-#define TWINMATCH_LAYOUT_CASE(NAME, LAYOUT) \
-    if constexpr (std::is_same_v<Lay, LAYOUT>) twinmatch_layout_##NAME##_counted(book, ops, n, fills, rejects, at);
+#define TWINMATCH_LAYOUT_CASE(NAME, LAYOUT)                                                        \
+    if constexpr (std::is_same_v<Lay, LAYOUT>) {                                                   \
+        switch (slot) {                                                                            \
+            case 0: return twinmatch_layout_##NAME##_counted_0(book, ops, n, fills, rejects, at); \
+            case 1: return twinmatch_layout_##NAME##_counted_1(book, ops, n, fills, rejects, at); \
+            case 2: return twinmatch_layout_##NAME##_counted_2(book, ops, n, fills, rejects, at); \
+            default: return twinmatch_layout_##NAME##_counted_3(book, ops, n, fills, rejects, at); \
+        }                                                                                          \
+    }
     TWINMATCH_LAYOUT_CASE(map, MapLayout)
     TWINMATCH_LAYOUT_CASE(vector, VectorLayout)
     TWINMATCH_LAYOUT_CASE(window, WindowLayout)
@@ -142,7 +160,9 @@ void bind_layout(nb::module_& m, const char* name, const char* doc) {
     bind_api<B>(cls);
     cls.def(
         "run_counted",
-        [](Bound<B>& b, nb::handle ops) {
+        [](Bound<B>& b, nb::handle ops, int slot) {
+            if (slot < 0 || slot >= kCountedSlots)
+                throw nb::value_error("slot must be in 0..3");
             OpsView view(ops);
             b.idle();
             b.fills.clear();
@@ -150,13 +170,15 @@ void bind_layout(nb::module_& m, const char* name, const char* doc) {
             b.fills.reserve(std::min<std::size_t>(view.n, std::size_t(1) << 21));
             b.rejects.reserve(1 << 10);
             std::uint32_t at = 0;
-            counted(b.book, view.ops, view.n, b.fills, b.rejects, at);
+            counted(slot, b.book, view.ops, view.n, b.fills, b.rejects, at);
             return std::make_tuple(b.fills.size(), b.rejects.size());
         },
-        "ops"_a.none(),
-        nb::sig("def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]"),
+        "ops"_a.none(), "slot"_a = 0,
+        nb::sig("def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) "
+                "-> tuple[int, int]"),
         "Like apply (the same loop), through this layout's exported\n"
-        "twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).");
+        "twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns\n"
+        "(n_fills, n_rejects).");
     cls.def(
         "latency",
         [](Bound<B>& b, nb::handle ops) {

@@ -1033,10 +1033,11 @@ class LayoutMap:
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
         """
 
-    def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]:
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) -> tuple[int, int]:
         """
         Like apply (the same loop), through this layout's exported
-        twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).
+        twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns
+        (n_fills, n_rejects).
         """
 
     def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
@@ -1105,10 +1106,11 @@ class LayoutVector:
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
         """
 
-    def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]:
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) -> tuple[int, int]:
         """
         Like apply (the same loop), through this layout's exported
-        twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).
+        twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns
+        (n_fills, n_rejects).
         """
 
     def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
@@ -1177,10 +1179,11 @@ class LayoutWindow:
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
         """
 
-    def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]:
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) -> tuple[int, int]:
         """
         Like apply (the same loop), through this layout's exported
-        twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).
+        twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns
+        (n_fills, n_rejects).
         """
 
     def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
@@ -1249,10 +1252,11 @@ class LayoutBitmap3:
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
         """
 
-    def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]:
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) -> tuple[int, int]:
         """
         Like apply (the same loop), through this layout's exported
-        twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).
+        twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns
+        (n_fills, n_rejects).
         """
 
     def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
@@ -1321,10 +1325,11 @@ class LayoutTreap:
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
         """
 
-    def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]:
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) -> tuple[int, int]:
         """
         Like apply (the same loop), through this layout's exported
-        twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).
+        twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns
+        (n_fills, n_rejects).
         """
 
     def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
@@ -1406,10 +1411,11 @@ class LayoutCapped:
         timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
         """
 
-    def run_counted(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int]:
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) -> tuple[int, int]:
         """
         Like apply (the same loop), through this layout's exported
-        twinmatch_layout_<name>_counted, for valgrind; returns (n_fills, n_rejects).
+        twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns
+        (n_fills, n_rejects).
         """
 
     def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:

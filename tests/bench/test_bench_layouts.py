@@ -21,7 +21,7 @@ Per layout x workload (``impl`` = the layout), what each record holds:
   into a histogram: p50/p99/p99.9 in ns;
 * ``extra_info["valgrind"]``: instructions, D1 and LL misses per op under callgrind's cache
   simulation, counted only inside the layout's exported batch loop (``run_counted``), one
-  callgrind run per workload for all six layouts, on a prefix of the workload (valgrind is
+  callgrind run for every layout and workload, on a prefix of each workload (valgrind is
   slow); deterministic: no neighbour moves them.
 
 Every layout's fills and rejects are checked against the window layout's first (the
@@ -151,8 +151,9 @@ def workload(name: str) -> np.ndarray:
 def new_book(layout: str, ops: np.ndarray) -> Any:
     """A fresh book of a layout; the capped one sized to the workload's prices and ids."""
     if layout == "capped":
+        ids = max(int(ops["order_id"].max()), int(ops["new_order_id"].max()))  # replaces too
         return optimized.layouts.LayoutCapped(price_cap=int(ops["price"].max()) + 1,
-                                              id_cap=int(ops["order_id"].max()) + 1)
+                                              id_cap=ids + 1)
     return optimized.layouts.LAYOUTS[layout]()
 
 
@@ -170,54 +171,65 @@ def check(layout: str, name: str) -> None:
 # ------------------------------------------------------------------ counting
 
 
-def parse_inclusive(text: str) -> dict[str, dict[str, int]]:
-    """callgrind_annotate --inclusive=yes output -> {layout: {event: count}}."""
+def parse_inclusive(text: str) -> dict[tuple[str, int], dict[str, int]]:
+    """callgrind_annotate --inclusive=yes output -> {(layout, slot): {event: count}}."""
     events: list[str] = []
-    out: dict[str, dict[str, int]] = {}
+    out: dict[tuple[str, int], dict[str, int]] = {}
     for line in text.splitlines():
         if line.startswith("Events shown:"):
             events = line.split(":", 1)[1].split()
-        if "twinmatch_layout_" not in line or "_counted" not in line:
+        if "twinmatch_layout_" not in line or "_counted_" not in line:
             continue
-        name = line.split("twinmatch_layout_", 1)[1].split("_counted", 1)[0]
+        name, _, rest = line.split("twinmatch_layout_", 1)[1].partition("_counted_")
+        slot = int(rest[:1])
         numbers = [t for t in line.split() if t.replace(",", "").isdigit() or t == "."]
         values = [0 if t == "." else int(t.replace(",", "")) for t in numbers[:len(events)]]
-        out[name] = dict(zip(events, values, strict=True))
+        out[(name, slot)] = dict(zip(events, values, strict=True))
     return out
 
 
 @cache
-def counted(name: str) -> dict[str, dict[str, float]]:
-    """Per-op Ir, D1 and LL misses of each layout's batch loop on a prefix of a workload:
-    one callgrind run (cache simulation on) that counts only inside the exported loops;
-    each layout first warms up on a fresh book (its code, the allocator) and is then
-    counted on another fresh book."""
+def counted_all() -> dict[str, dict[str, dict[str, float]]]:
+    """{workload: {layout: per-op Ir, D1 and LL misses}} of each layout's batch loop on a
+    prefix of each workload: ONE callgrind run (cache simulation on) that counts only
+    inside the exported loops, workload i through slot i's copy of them. Each layout
+    first warms up on a fresh book (its code, the allocator), then is counted on another
+    fresh book."""
     if not valgrind.available(SMALL) or shutil.which("callgrind_annotate") is None:
         return {}
-    ops = workload(name)[:COUNTED_OPS]
+    loads = {name: workload(name)[:COUNTED_OPS] for name in WORKLOADS}
     with tempfile.TemporaryDirectory() as tmp:
-        np.save(Path(tmp) / "ops.npy", ops)
+        for slot, name in enumerate(WORKLOADS):
+            np.save(Path(tmp) / f"ops{slot}.npy", loads[name])
         script = (
             "import numpy as np\n"
             "from tests.bench.test_bench_layouts import new_book, LAYOUTS\n"
-            f"ops = np.load({str(Path(tmp) / 'ops.npy')!r})\n"
-            "for layout in LAYOUTS:\n"
-            "    new_book(layout, ops).apply(ops)\n"
-            "    new_book(layout, ops).run_counted(ops)\n")
+            f"for slot in range({len(WORKLOADS)}):\n"
+            f"    ops = np.load({tmp!r} + f'/ops{{slot}}.npy')\n"
+            "    for layout in LAYOUTS:\n"
+            "        new_book(layout, ops).apply(ops)\n"
+            "        new_book(layout, ops).run_counted(ops, slot)\n")
         out = Path(tmp) / "callgrind.out"
         env = {**os.environ, **valgrind.DETERMINISTIC}
         subprocess.run(["valgrind", "--tool=callgrind", "--cache-sim=yes",
-                        "--collect-atstart=no", "--toggle-collect=twinmatch_layout_*_counted",
+                        "--collect-atstart=no", "--toggle-collect=twinmatch_layout_*_counted_*",
                         f"--callgrind-out-file={out}", sys.executable, "-c", script],
-                       cwd=ROOT, env=env, check=True, capture_output=True, timeout=900)
+                       cwd=ROOT, env=env, check=True, capture_output=True, timeout=1200)
         text = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(out)],
                               check=True, capture_output=True, text=True).stdout
     per = parse_inclusive(text)
-    n = len(ops)
-    return {layout: {"Ir": c.get("Ir", 0) / n, "D1": (c.get("D1mr", 0) + c.get("D1mw", 0)) / n,
-                     "LL": (c.get("ILmr", 0) + c.get("DLmr", 0) + c.get("DLmw", 0)) / n,
-                     "ops": n}
-            for layout, c in per.items()}
+    result: dict[str, dict[str, dict[str, float]]] = {}
+    for (layout, slot), c in per.items():
+        n = len(loads[WORKLOADS[slot]])
+        result.setdefault(WORKLOADS[slot], {})[layout] = {
+            "Ir": c.get("Ir", 0) / n, "D1": (c.get("D1mr", 0) + c.get("D1mw", 0)) / n,
+            "LL": (c.get("ILmr", 0) + c.get("DLmr", 0) + c.get("DLmw", 0)) / n, "ops": n}
+    return result
+
+
+def counted(name: str) -> dict[str, dict[str, float]]:
+    """One workload's counts per layout (from counted_all's single valgrind run)."""
+    return counted_all().get(name, {})
 
 
 # ----------------------------------------------------------------- benchmarks
