@@ -401,4 +401,7 @@ def test_run_counted_is_apply(name: str) -> None:
     if name == "capped":
         book = optimized.layouts.LayoutCapped(price_cap=2**20, id_cap=512)
     fills, rejects = naive.Book().apply(ops)
-    assert book.run_counted(ops) == (len(fills), len(rejects))
+    assert book.run_counted(ops, 2) == (len(fills), len(rejects))
+    for slot in (-1, 4):
+        with pytest.raises(ValueError, match="slot"):
+            book.run_counted(ops, slot)
