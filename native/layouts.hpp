@@ -125,7 +125,7 @@ private:
 // orders near the touch (most of them) insert and erase near the end, where there is
 // little to shift. A lookup is a binary search over contiguous memory. Inserting or
 // erasing a level far from the touch shifts every level between it and the end:
-// O(levels) bytes moved, which is where this layout's tail comes from.
+// O(levels) bytes moved: what can give this layout a long tail.
 template <Side S>
 class VectorLevels {
     struct Entry {
