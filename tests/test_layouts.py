@@ -15,6 +15,8 @@
 from __future__ import annotations
 
 import functools
+import shutil
+import subprocess
 from collections.abc import Callable
 from typing import Any
 
@@ -39,7 +41,7 @@ from contract.dtypes import (
     records,
 )
 from tests import test_book as suite
-from tests.conftest import BookImpl
+from tests.conftest import ROOT, BookImpl
 from tests.test_book_differential_native import call, normalise
 
 MAX_ID = 2**64 - 1
@@ -405,3 +407,29 @@ def test_run_counted_is_apply(name: str) -> None:
     for slot in (-1, 4):
         with pytest.raises(ValueError, match="slot"):
             book.run_counted(ops, slot)
+
+
+STRESS = ROOT / "tests" / "native" / "layouts_stress.cpp"
+
+
+@pytest.mark.timeout(300)
+def test_layouts_agree_under_address_and_ub_sanitizers(tmp_path: Any) -> None:
+    """Every layout against the map layout on random streams, compiled with
+    -fsanitize=address,undefined (tests/native/layouts_stress.cpp): the same results, the
+    capped one inside its caps too, no fill beyond what was counted, no undefined
+    behaviour (the capped one also across its caps)."""
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ not found: cannot build the sanitized layouts stress")
+    exe = tmp_path / "layouts_stress"
+    built = subprocess.run([gxx, "-std=c++20", "-O1", "-g", "-fsanitize=address,undefined",
+                            "-fno-sanitize-recover=undefined", "-I", str(ROOT / "native"),
+                            str(STRESS), "-o", str(exe)], capture_output=True, text=True,
+                           timeout=240, check=False)
+    if built.returncode != 0:
+        pytest.skip(f"g++ cannot build with the sanitizers here: {built.stderr[-300:]}")
+    run = subprocess.run([str(exe), "30000"], capture_output=True, text=True, timeout=240,
+                         env={"ASAN_OPTIONS": "detect_leaks=0",
+                              "UBSAN_OPTIONS": "print_stacktrace=1"}, check=False)
+    assert run.returncode == 0, run.stdout + run.stderr[-2000:]
+    assert "layouts agree: 30000 ops x 3 seeds" in run.stdout
