@@ -17,6 +17,7 @@ void register_journal(nb::module_& m);     // chapter 11: the input journal
 void register_columns(nb::module_& m);     // chapter 9: struct of arrays, SIMD filter
 void register_feed(nb::module_& m);        // chapter 13: the live feed receiver
 void register_tables(nb::module_& m);      // chapter 14: research tables
+void register_layouts(nb::module_& m);     // chapter 8: book layouts compared
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -35,4 +36,5 @@ NB_MODULE(_native, m) {
     register_columns(m);
     register_feed(m);
     register_tables(m);
+    register_layouts(m);
 }

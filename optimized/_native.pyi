@@ -1102,3 +1102,454 @@ class TableBuilder:
     def messages(self) -> int: ...
     def counters(self) -> tuple[list[int], int, int, int]:
         """(anomalies by kind, locked episodes, crossed episodes, live orders)"""
+
+class LayoutMap:
+    """Chapter 8: the book over a std::map of levels."""
+
+    def __init__(self, initial_orders: int = 65536, max_orders: int = 2147483648) -> None: ...
+    def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
+        """Add a limit order; returns the fills it caused (the remainder rests)."""
+
+    def add_market(self, order_id: int, side: Side | int, qty: int) -> tuple[list[Fill], int]:
+        """Sweep the opposite side; returns (fills, unfilled qty). Never rests."""
+
+    def cancel(self, order_id: int) -> int:
+        """Remove a resting order; returns the qty removed."""
+
+    def reduce(self, order_id: int, qty: int) -> int:
+        """Partially cancel (keeps priority); returns the qty left (0 = removed)."""
+
+    def execute(self, order_id: int, qty: int) -> Fill:
+        """
+        A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).
+        """
+
+    def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
+        """
+        The old order leaves; the new one (same side) enters, loses priority, may match.
+        """
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """(price, total qty) of the highest bid, or None."""
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """(price, total qty) of the lowest ask, or None."""
+
+    def depth(self, side: Side | int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        """(side, price, qty left) of a resting order, or None."""
+
+    def __len__(self) -> int:
+        """Number of resting orders."""
+
+    def clear(self) -> None:
+        """Remove every order, keeping the allocated capacity (for benchmarks)."""
+
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+        """
+        Apply an OPS_DTYPE array in C++ with the GIL released; returns
+        (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
+        rejected op.
+        """
+
+    def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int, float]:
+        """
+        Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
+        timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) -> tuple[int, int]:
+        """
+        Like apply (the same loop), through this layout's exported
+        twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns
+        (n_fills, n_rejects).
+        """
+
+    def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
+        """
+        Apply an OPS_DTYPE array one op at a time, each timed with the TSC (the timer's
+        own cost subtracted) into a histogram; returns count, p50_ns, p99_ns, p999_ns,
+        max_ns, mean_ns, timer_overhead_ns and tsc (1.0 if the TSC was used).
+        """
+
+class LayoutVector:
+    """Chapter 8: the book over a sorted vector of levels (best last)."""
+
+    def __init__(self, initial_orders: int = 65536, max_orders: int = 2147483648) -> None: ...
+    def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
+        """Add a limit order; returns the fills it caused (the remainder rests)."""
+
+    def add_market(self, order_id: int, side: Side | int, qty: int) -> tuple[list[Fill], int]:
+        """Sweep the opposite side; returns (fills, unfilled qty). Never rests."""
+
+    def cancel(self, order_id: int) -> int:
+        """Remove a resting order; returns the qty removed."""
+
+    def reduce(self, order_id: int, qty: int) -> int:
+        """Partially cancel (keeps priority); returns the qty left (0 = removed)."""
+
+    def execute(self, order_id: int, qty: int) -> Fill:
+        """
+        A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).
+        """
+
+    def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
+        """
+        The old order leaves; the new one (same side) enters, loses priority, may match.
+        """
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """(price, total qty) of the highest bid, or None."""
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """(price, total qty) of the lowest ask, or None."""
+
+    def depth(self, side: Side | int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        """(side, price, qty left) of a resting order, or None."""
+
+    def __len__(self) -> int:
+        """Number of resting orders."""
+
+    def clear(self) -> None:
+        """Remove every order, keeping the allocated capacity (for benchmarks)."""
+
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+        """
+        Apply an OPS_DTYPE array in C++ with the GIL released; returns
+        (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
+        rejected op.
+        """
+
+    def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int, float]:
+        """
+        Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
+        timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) -> tuple[int, int]:
+        """
+        Like apply (the same loop), through this layout's exported
+        twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns
+        (n_fills, n_rejects).
+        """
+
+    def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
+        """
+        Apply an OPS_DTYPE array one op at a time, each timed with the TSC (the timer's
+        own cost subtracted) into a histogram; returns count, p50_ns, p99_ns, p999_ns,
+        max_ns, mean_ns, timer_overhead_ns and tsc (1.0 if the TSC was used).
+        """
+
+class LayoutWindow:
+    """Chapter 8: a flat window of levels + hierarchical bitset."""
+
+    def __init__(self, initial_orders: int = 65536, max_orders: int = 2147483648) -> None: ...
+    def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
+        """Add a limit order; returns the fills it caused (the remainder rests)."""
+
+    def add_market(self, order_id: int, side: Side | int, qty: int) -> tuple[list[Fill], int]:
+        """Sweep the opposite side; returns (fills, unfilled qty). Never rests."""
+
+    def cancel(self, order_id: int) -> int:
+        """Remove a resting order; returns the qty removed."""
+
+    def reduce(self, order_id: int, qty: int) -> int:
+        """Partially cancel (keeps priority); returns the qty left (0 = removed)."""
+
+    def execute(self, order_id: int, qty: int) -> Fill:
+        """
+        A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).
+        """
+
+    def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
+        """
+        The old order leaves; the new one (same side) enters, loses priority, may match.
+        """
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """(price, total qty) of the highest bid, or None."""
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """(price, total qty) of the lowest ask, or None."""
+
+    def depth(self, side: Side | int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        """(side, price, qty left) of a resting order, or None."""
+
+    def __len__(self) -> int:
+        """Number of resting orders."""
+
+    def clear(self) -> None:
+        """Remove every order, keeping the allocated capacity (for benchmarks)."""
+
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+        """
+        Apply an OPS_DTYPE array in C++ with the GIL released; returns
+        (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
+        rejected op.
+        """
+
+    def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int, float]:
+        """
+        Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
+        timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) -> tuple[int, int]:
+        """
+        Like apply (the same loop), through this layout's exported
+        twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns
+        (n_fills, n_rejects).
+        """
+
+    def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
+        """
+        Apply an OPS_DTYPE array one op at a time, each timed with the TSC (the timer's
+        own cost subtracted) into a histogram; returns count, p50_ns, p99_ns, p999_ns,
+        max_ns, mean_ns, timer_overhead_ns and tsc (1.0 if the TSC was used).
+        """
+
+class LayoutBitmap3:
+    """Chapter 8: a flat window of levels + a fixed 3-level bitmap."""
+
+    def __init__(self, initial_orders: int = 65536, max_orders: int = 2147483648) -> None: ...
+    def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
+        """Add a limit order; returns the fills it caused (the remainder rests)."""
+
+    def add_market(self, order_id: int, side: Side | int, qty: int) -> tuple[list[Fill], int]:
+        """Sweep the opposite side; returns (fills, unfilled qty). Never rests."""
+
+    def cancel(self, order_id: int) -> int:
+        """Remove a resting order; returns the qty removed."""
+
+    def reduce(self, order_id: int, qty: int) -> int:
+        """Partially cancel (keeps priority); returns the qty left (0 = removed)."""
+
+    def execute(self, order_id: int, qty: int) -> Fill:
+        """
+        A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).
+        """
+
+    def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
+        """
+        The old order leaves; the new one (same side) enters, loses priority, may match.
+        """
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """(price, total qty) of the highest bid, or None."""
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """(price, total qty) of the lowest ask, or None."""
+
+    def depth(self, side: Side | int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        """(side, price, qty left) of a resting order, or None."""
+
+    def __len__(self) -> int:
+        """Number of resting orders."""
+
+    def clear(self) -> None:
+        """Remove every order, keeping the allocated capacity (for benchmarks)."""
+
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+        """
+        Apply an OPS_DTYPE array in C++ with the GIL released; returns
+        (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
+        rejected op.
+        """
+
+    def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int, float]:
+        """
+        Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
+        timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) -> tuple[int, int]:
+        """
+        Like apply (the same loop), through this layout's exported
+        twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns
+        (n_fills, n_rejects).
+        """
+
+    def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
+        """
+        Apply an OPS_DTYPE array one op at a time, each timed with the TSC (the timer's
+        own cost subtracted) into a histogram; returns count, p50_ns, p99_ns, p999_ns,
+        max_ns, mean_ns, timer_overhead_ns and tsc (1.0 if the TSC was used).
+        """
+
+class LayoutTreap:
+    """Chapter 8: the book over an intrusive treap."""
+
+    def __init__(self, initial_orders: int = 65536, max_orders: int = 2147483648) -> None: ...
+    def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
+        """Add a limit order; returns the fills it caused (the remainder rests)."""
+
+    def add_market(self, order_id: int, side: Side | int, qty: int) -> tuple[list[Fill], int]:
+        """Sweep the opposite side; returns (fills, unfilled qty). Never rests."""
+
+    def cancel(self, order_id: int) -> int:
+        """Remove a resting order; returns the qty removed."""
+
+    def reduce(self, order_id: int, qty: int) -> int:
+        """Partially cancel (keeps priority); returns the qty left (0 = removed)."""
+
+    def execute(self, order_id: int, qty: int) -> Fill:
+        """
+        A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).
+        """
+
+    def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
+        """
+        The old order leaves; the new one (same side) enters, loses priority, may match.
+        """
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """(price, total qty) of the highest bid, or None."""
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """(price, total qty) of the lowest ask, or None."""
+
+    def depth(self, side: Side | int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        """(side, price, qty left) of a resting order, or None."""
+
+    def __len__(self) -> int:
+        """Number of resting orders."""
+
+    def clear(self) -> None:
+        """Remove every order, keeping the allocated capacity (for benchmarks)."""
+
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+        """
+        Apply an OPS_DTYPE array in C++ with the GIL released; returns
+        (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
+        rejected op.
+        """
+
+    def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int, float]:
+        """
+        Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
+        timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) -> tuple[int, int]:
+        """
+        Like apply (the same loop), through this layout's exported
+        twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns
+        (n_fills, n_rejects).
+        """
+
+    def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
+        """
+        Apply an OPS_DTYPE array one op at a time, each timed with the TSC (the timer's
+        own cost subtracted) into a histogram; returns count, p50_ns, p99_ns, p999_ns,
+        max_ns, mean_ns, timer_overhead_ns and tsc (1.0 if the TSC was used).
+        """
+
+class LayoutCapped:
+    """
+    Chapter 8: levels by raw price, orders by raw id; refuses
+    prices >= price_cap (bad_price) and ids >= id_cap (unknown_id).
+    """
+
+    def __init__(
+        self, price_cap: int = 1048576, id_cap: int = 1048576, max_orders: int = 2147483648
+    ) -> None: ...
+    @property
+    def price_cap(self) -> int:
+        """Prices 1 .. price_cap-1 are accepted; others are bad_price."""
+
+    @property
+    def id_cap(self) -> int:
+        """Ids 0 .. id_cap-1 are accepted; others are unknown_id."""
+
+    def add_limit(self, order_id: int, side: Side | int, price: int, qty: int) -> list[Fill]:
+        """Add a limit order; returns the fills it caused (the remainder rests)."""
+
+    def add_market(self, order_id: int, side: Side | int, qty: int) -> tuple[list[Fill], int]:
+        """Sweep the opposite side; returns (fills, unfilled qty). Never rests."""
+
+    def cancel(self, order_id: int) -> int:
+        """Remove a resting order; returns the qty removed."""
+
+    def reduce(self, order_id: int, qty: int) -> int:
+        """Partially cancel (keeps priority); returns the qty left (0 = removed)."""
+
+    def execute(self, order_id: int, qty: int) -> Fill:
+        """
+        A resting order trades by id (ITCH E/C); returns Fill(order_id, 0, ...).
+        """
+
+    def replace(self, order_id: int, new_order_id: int, price: int, qty: int) -> list[Fill]:
+        """
+        The old order leaves; the new one (same side) enters, loses priority, may match.
+        """
+
+    def best_bid(self) -> tuple[int, int] | None:
+        """(price, total qty) of the highest bid, or None."""
+
+    def best_ask(self) -> tuple[int, int] | None:
+        """(price, total qty) of the lowest ask, or None."""
+
+    def depth(self, side: Side | int, levels: int) -> list[tuple[int, int, int]]:
+        """Up to `levels` levels of one side as (price, qty, orders), best first."""
+
+    def order(self, order_id: int) -> tuple[Side, int, int] | None:
+        """(side, price, qty left) of a resting order, or None."""
+
+    def __len__(self) -> int:
+        """Number of resting orders."""
+
+    def clear(self) -> None:
+        """Remove every order, keeping the allocated capacity (for benchmarks)."""
+
+    def apply(
+        self, ops: numpy.typing.NDArray[numpy.void]
+    ) -> tuple[numpy.typing.NDArray[numpy.void], numpy.typing.NDArray[numpy.void]]:
+        """
+        Apply an OPS_DTYPE array in C++ with the GIL released; returns
+        (fills: FILL_DTYPE array, rejects: REJECT_DTYPE array). Never raises for a
+        rejected op.
+        """
+
+    def apply_ns(self, ops: numpy.typing.NDArray[numpy.void]) -> tuple[int, int, float]:
+        """
+        Like apply, but returns (n_fills, n_rejects, nanoseconds per op), the loop
+        timed inside C++ with std::chrono::steady_clock (no Python, no output arrays).
+        """
+
+    def run_counted(self, ops: numpy.typing.NDArray[numpy.void], slot: int = 0) -> tuple[int, int]:
+        """
+        Like apply (the same loop), through this layout's exported
+        twinmatch_layout_<name>_counted_<slot> (slot 0..3), for valgrind; returns
+        (n_fills, n_rejects).
+        """
+
+    def latency(self, ops: numpy.typing.NDArray[numpy.void]) -> dict[str, float]:
+        """
+        Apply an OPS_DTYPE array one op at a time, each timed with the TSC (the timer's
+        own cost subtracted) into a histogram; returns count, p50_ns, p99_ns, p999_ns,
+        max_ns, mean_ns, timer_overhead_ns and tsc (1.0 if the TSC was used).
+        """

@@ -41,7 +41,7 @@ import math
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -536,7 +536,7 @@ def ablation_plot(group: Group, steps: list[Step], label: str, path: Path) -> No
 # Groups whose paired records (tests/bench/paired.py) get a table of their own,
 # <group>-paired-table.md, and numbers paired-<key> / paired-<key>-iqr: ratios that are
 # the chapter's claims but not speed targets of scripts/targets.py.
-PAIRED_TABLE_GROUPS = ("journal", "simd", "live_feed", "tables")
+PAIRED_TABLE_GROUPS = ("journal", "layouts", "simd", "live_feed", "tables")
 
 
 def paired_records(data: dict[str, Any], group: str) -> list[dict[str, Any]]:
@@ -761,6 +761,104 @@ def missing_plot(name: str, path: Path) -> None:
     _save(fig, path)
 
 
+# ---------------------------------------------------------------------------- chapter 8
+
+LAYOUTS_GROUP = "layouts"
+LAYOUT_ROWS = (("map", "std::map of levels"), ("vector", "sorted vector"),
+               ("window", "window + bitset"), ("bitmap3", "window + 3-level bitmap"),
+               ("treap", "intrusive treap"), ("capped", "capped arrays"))
+LAYOUT_WORKLOADS = ("uniform", "realistic", "itch-day", "aapl")
+
+
+def layout_records(data: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(workload, layout) -> the benchmark's extra_info, for group "layouts"."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for raw in data.get("benchmarks", []):
+        extra = raw.get("extra_info") or {}
+        params = raw.get("params") or {}
+        if raw.get("group") != LAYOUTS_GROUP or "paired" in extra or "impl" not in params:
+            continue
+        out[(str(extra.get("workload", params.get("workload_name"))), str(params["impl"]))] = extra
+    return out
+
+
+def layouts_table_html(workload: str, recs: dict[tuple[str, str], dict[str, Any]],
+                       label: str) -> str:
+    """One workload's table: a row per layout; a row the run lacks says so."""
+    e = html.escape
+    cols = ("p50", "p99", "p99.9", "Mops/s", "instr/op", "D1 miss/op", "LL miss/op")
+    lines = [f'<div class="tm-bench" data-group="{LAYOUTS_GROUP}-{e(workload)}">', "<table>",
+             f"<caption>Workload <code>{e(workload)}</code>: latency per operation (ns, from a "
+             "histogram of TSC-stamped single operations, the timer's own cost subtracted), "
+             "throughput of the batch loop, and callgrind's counts per operation (simulated "
+             "cache; deterministic).</caption>",
+             "<thead><tr><th>layout</th>" + "".join(f"<th>{c}</th>" for c in cols)
+             + "</tr></thead>", "<tbody>"]
+    for layout, name in LAYOUT_ROWS:
+        rec = recs.get((workload, layout))
+        head = f'<th scope="row">{e(name)} <small>(<code>{layout}</code>)</small></th>'
+        if rec is None:
+            lines.append(f'<tr>{head}<td colspan="{len(cols)}">{MISSING_NUMBER}</td></tr>')
+            continue
+        lat = rec.get("latency") or {}
+        vg = rec.get("valgrind") or {}
+        cells = [_sig(float(lat[k])) if k in lat else "—" for k in ("p50_ns", "p99_ns", "p999_ns")]
+        cells.append(_sig(float(rec["mops"])) if "mops" in rec else "—")
+        cells += [_sig(float(vg[k])) if k in vg else "—" for k in ("Ir", "D1", "LL")]
+        lines.append(f"<tr>{head}" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    lines.append("</tbody></table>")
+    ops = {int(r["ops"]) for (w, _), r in recs.items() if w == workload and "ops" in r}
+    counted = {int(r["valgrind"]["ops"]) for (w, _), r in recs.items()
+               if w == workload and isinstance(r.get("valgrind"), dict) and "ops" in r["valgrind"]}
+    notes = []
+    if ops:
+        notes.append(f"Operations per run: {', '.join(f'{n:,}' for n in sorted(ops))}")
+    if counted:
+        notes.append("callgrind counted the first "
+                     f"{', '.join(f'{n:,}' for n in sorted(counted))} operations")
+    notes.append(f"Measured on: {e(label)}")
+    lines += ['<p class="tm-bench-note">' + "<br>".join(notes) + "</p>", "</div>", ""]
+    return "\n".join(lines)
+
+
+def layouts_plot(recs: dict[tuple[str, str], dict[str, Any]], label: str, path: Path) -> None:
+    """p50, p99 and p99.9 per layout, one panel per workload (log scale)."""
+    fig, axes = plt.subplots(1, len(LAYOUT_WORKLOADS), figsize=(10.0, 3.6), sharey=True)
+    for ax, workload in zip(axes, LAYOUT_WORKLOADS, strict=True):
+        for i, (key, name) in enumerate((("p50_ns", "p50"), ("p99_ns", "p99"),
+                                         ("p999_ns", "p99.9"))):
+            xs, ys = [], []
+            for r, (layout, _) in enumerate(LAYOUT_ROWS):
+                lat = (recs.get((workload, layout)) or {}).get("latency") or {}
+                if key in lat and float(lat[key]) > 0:
+                    xs.append(r + (i - 1) * 0.27)
+                    ys.append(float(lat[key]))
+            ax.bar(xs, ys, width=0.26, label=name)
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(LAYOUT_ROWS)), [lay for lay, _ in LAYOUT_ROWS], rotation=60,
+                      fontsize=7)
+        ax.set_title(workload)
+    axes[0].set_ylabel("ns per operation (log scale)")
+    axes[-1].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7, frameon=False)
+    fig.suptitle("layouts: latency percentiles per operation (lower is better)")
+    _footer(fig, label)
+    _save(fig, path)
+
+
+def layouts_figures(data: dict[str, Any], label: str, out: Path,
+                    write: Callable[[str, str], None], written: set[str], want: Wanted) -> None:
+    """Chapter 8's tables (one per workload, where the run has the group or a chapter
+    includes the table: a row not measured says so) and its plot (when the run has it)."""
+    recs = layout_records(data)
+    for workload in LAYOUT_WORKLOADS:
+        if recs or f"{LAYOUTS_GROUP}-{workload}" in want.tables:
+            write(f"{LAYOUTS_GROUP}-{workload}-table.md",
+                  layouts_table_html(workload, recs, label))
+    if recs:
+        layouts_plot(recs, label, out / f"{LAYOUTS_GROUP}-latency.svg")
+        written.add(f"{LAYOUTS_GROUP}-latency.svg")
+
+
 # ---------------------------------------------------------------------------- references
 
 
@@ -819,6 +917,8 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
         written.add(name)
 
     for g in groups.values():
+        if g.name == LAYOUTS_GROUP:
+            continue
         steps = ablation_steps(data, g.name) if g.name.endswith("-ablation") else []
         if steps:  # a chapter's growing code: its own table and plot
             write(f"{slug(g.name)}-table.md", ablation_html(g, steps, label))
@@ -833,6 +933,7 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
             written.add(f"{slug(g.name)}-depth.svg")
 
     want = wanted(sorted(chapters.glob("*.md")))
+    layouts_figures(data, label, out, write, written, want)  # chapter 8: its own tables, plot
     # The speed targets as ratios measured in this run (scripts/targets.py).
     results = targets.evaluate(data) if groups else []
     if results:

@@ -130,6 +130,22 @@ TARGETS: tuple[Target, ...] = (
 )
 
 
+def _layout_targets() -> tuple[Target, ...]:
+    """Chapter 8's paired ratios (tests/bench/test_bench_layouts.py): reported, with no
+    bound to meet: the chapter's claim is that the ranking depends on the workload."""
+    rows = (("layouts-window-vs-map-uniform", "window + bitset vs std::map, uniform prices"),
+            ("layouts-window-vs-map-realistic", "window + bitset vs std::map, realistic flow"),
+            ("layouts-capped-vs-window-uniform",
+             "capped arrays vs window + bitset (any price, any id), uniform prices"),
+            ("layouts-capped-vs-window-realistic",
+             "capped arrays vs window + bitset (any price, any id), realistic flow"))
+    return tuple(Target("chapter 8", key, f"layouts: {claim} (slow / fast per op)", "layouts",
+                        0.0, report_only=True) for key, claim in rows)
+
+
+TARGETS = TARGETS + _layout_targets()
+
+
 def records(bench: dict[str, Any]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """(paired records by key, measured values by key) of one run."""
     paired: dict[str, dict[str, Any]] = {}
