@@ -107,12 +107,15 @@ def _worker(me: int, workers: int, mode: str, design: str, inbox: _Queue,
                 apply(events, seq)
                 continue
             # Broadcast: keep runs of this worker's events, applied together; an event by
-            # reference first applies what is pending, so that the market's answer to
-            # "do you hold this order?" is the answer at this point of the stream.
+            # reference (or another worker's add) first applies what is pending, so that
+            # the market's answer to "do you hold this order?" is the answer at this
+            # point of the stream.
             pending: list[int] = []
             for i, row in enumerate(events.tolist()):
                 kind, ref = row[7], row[1]
-                if routed_by_reference(kind, mode, row[4], row[5]):
+                mine = owner(row[6], workers) == me
+                if routed_by_reference(kind, mode, row[4], row[5]) or (
+                        not mine and kind in (_A, _F)):
                     apply(events[pending], seq[pending])
                     pending = []
                 keep, is_foreign = _keep(market, me, workers, row)
@@ -139,7 +142,9 @@ def _worker(me: int, workers: int, mode: str, design: str, inbox: _Queue,
 # --8<-- [start:route]
 class _Router:
     """Routed: the writer's reference -> locate map, so that E C X D U (whose own locate
-    Market does not trust) go to the worker that holds the order. Erased on D and on U's
+    Market does not trust) go to the worker that holds the order. Only an add that can
+    rest enters the map (a rejected one must not take a live order's reference over;
+    neither does a match-mode market order, price 0, which never rests). Erased on D and on U's
     old reference; an order executed or cancelled to zero stays (a stale entry only sends
     an unknown reference to a worker that counts it as unknown, as one Market would)."""
 
@@ -150,8 +155,10 @@ class _Router:
         self.conflicts = 0
 
     def route(self, row: tuple[Any, ...]) -> int:
-        _, ref, new_ref, _, _, _, locate, kind, _, _, _ = row
+        _, ref, new_ref, _, shares, price, locate, kind, side, _, _ = row
         if kind in (_A, _F):
+            if side not in b"BS" or shares == 0 or price == 0:
+                return owner(locate, self.workers)  # rejected, or never rests: not mapped
             had = self.refs.get(ref)
             if had is not None and owner(had, self.workers) != owner(locate, self.workers):
                 self.conflicts += 1
@@ -166,6 +173,14 @@ class _Router:
                     self.refs[new_ref] = locate
         return owner(locate, self.workers)
 # --8<-- [end:route]
+
+
+def _as_fill_dtype(a: np.ndarray) -> np.ndarray:
+    """FILL_DTYPE itself, padding included (np.concatenate packs the fields together)."""
+    out = np.zeros(len(a), FILL_DTYPE)
+    for name in FILL_DTYPE.names or ():
+        out[name] = a[name]
+    return out
 
 
 class Shard:
@@ -300,7 +315,7 @@ class Shard:
         counts added up less the broadcast's double count (see _keep)."""
         fills = np.concatenate([p["fills"] for p in parts])
         seqs = np.concatenate([p["seqs"] for p in parts])
-        fills = fills[np.argsort(seqs, kind="stable")]
+        fills = _as_fill_dtype(fills[np.argsort(seqs, kind="stable")])
         counts: dict[str, dict[str, int]] = {"events": {}, "anomalies": {}, "rejects": {}}
         for p in parts:
             for group, values in p["counts"].items():

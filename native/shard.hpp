@@ -305,7 +305,7 @@ private:
 
     // --8<-- [start:route]
     // Routed: the worker for an event. E C X D U carry a locate, but the order's own
-    // locate is what Market goes by, so the writer keeps every added reference's locate
+    // locate is what Market goes by, so the writer keeps each added reference's locate
     // (erased on D and on U's old reference; an order executed or cancelled to zero
     // stays until then: a stale entry only sends an unknown reference to a worker that
     // counts it as unknown, as one Market would). Unknown references go by their locate.
@@ -313,6 +313,10 @@ private:
         std::uint16_t locate = e.locate;
         switch (e.type) {
             case 'A': case 'F': {
+                // Only an add that can rest enters the map (Market rejects a bad side, no
+                // shares, price 0; in match mode price 0 is a market order, which never
+                // rests): a rejected add must not take a live order's reference over.
+                if ((e.side != 'B' && e.side != 'S') || e.shares == 0 || e.price == 0) break;
                 const std::uint32_t had = refs_->find(e.order_ref);
                 if (had != RefMap::kAbsent) {
                     if (shard_owner(static_cast<std::uint16_t>(had), cfg_.workers) !=
