@@ -52,6 +52,7 @@ BACKENDS: Final = ("processes", "threads")
 BATCH: Final = 4096      # events per queue item
 WAIT_S: Final = 0.05     # every blocking wait wakes this often to check the workers
 RESULT_TIMEOUT_S: Final = 600.0  # a worker that sends no result by then has hung
+GRACE_S: Final = 5.0     # a worker that has exited: how long its result may still take
 
 _A, _F, _U = ord("A"), ord("F"), ord("U")
 
@@ -251,17 +252,17 @@ class Shard:
                 seq = seq_all[start:start + batch]
                 if self.design == "broadcast":
                     for w in range(n):  # every worker gets every batch
-                        self._put(inboxes[w], (seq, chunk), procs)
+                        self._put(inboxes[w], (seq, chunk), procs[w])
                     continue
                 dest = np.array([router.route(row) for row in chunk.tolist()], dtype=np.int64)
                 for w in range(n):
                     mask = dest == w
                     routed[w] += int(mask.sum())
                     if mask.any():
-                        self._put(inboxes[w], (seq[mask], chunk[mask]), procs)
+                        self._put(inboxes[w], (seq[mask], chunk[mask]), procs[w])
             # --8<-- [end:writer]
             for w in range(n):
-                self._put(inboxes[w], None, procs)
+                self._put(inboxes[w], None, procs[w])
             parts = self._collect(outbox, procs)
         finally:
             for p in procs:
@@ -274,7 +275,7 @@ class Shard:
         return self._merge(parts, len(events), routed, router.conflicts)
 
     @staticmethod
-    def _put(q: Any, item: Any, procs: list[Any]) -> None:
+    def _put(q: Any, item: Any, proc: Any) -> None:
         """Put on a worker's bounded queue, waiting (the backpressure) while it is full,
         but never for a worker that has died."""
         while True:
@@ -282,27 +283,28 @@ class Shard:
                 q.put(item, timeout=WAIT_S)
                 return
             except queue.Full:
-                if not all(p.is_alive() for p in procs):
+                if not proc.is_alive():
                     raise RuntimeError("shard: a worker died") from None
 
     @staticmethod
     def _collect(outbox: Any, procs: list[Any]) -> list[dict[str, Any]]:
+        """Every worker's result. A worker that has exited may still have its result in
+        the pipe: it counts as dead only when nothing came from it for GRACE_S after."""
         parts: dict[int, dict[str, Any]] = {}
         deadline = time.monotonic() + RESULT_TIMEOUT_S
+        gone: dict[int, float] = {}  # worker -> when it was first seen exited, no result
         while len(parts) < len(procs):
             try:
                 w, part = outbox.get(timeout=WAIT_S)
             except queue.Empty:
-                if time.monotonic() > deadline:
+                now = time.monotonic()
+                if now > deadline:
                     raise TimeoutError("shard: a worker sent no result") from None
-                if not all(p.is_alive() for p in procs) and len(parts) < len(procs):
-                    # a worker that exited may still have a result in flight: one more look
-                    try:
-                        w, part = outbox.get(timeout=1.0)
-                    except queue.Empty:
-                        raise RuntimeError("shard: a worker died") from None
-                else:
-                    continue
+                for w, p in enumerate(procs):
+                    if w not in parts and not p.is_alive():
+                        if now - gone.setdefault(w, now) > GRACE_S:
+                            raise RuntimeError("shard: a worker died") from None
+                continue
             if isinstance(part, BaseException):
                 raise part
             parts[w] = part
