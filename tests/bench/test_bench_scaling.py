@@ -103,48 +103,48 @@ def naive_side(backend: str) -> Side:
 @pytest.mark.benchmark(group="scaling")
 @pytest.mark.parametrize("workers", [1, 2])
 @pytest.mark.parametrize("design", ["broadcast", "routed"])
-def test_shard(benchmark: Any, design: str, workers: int) -> None:
+@pytest.mark.parametrize("impl", ["optimized"])
+def test_shard(benchmark: Any, impl: str, design: str, workers: int) -> None:
     check(optimized.shard.Shard("book", workers=workers, design=design).run(day(MESSAGES)),
           MESSAGES)
     side = shard_side(design, workers)
-    benchmark.extra_info.update({"ops": MESSAGES, "includes": INCLUDES["shard"],
-                                 "impl": "optimized"})
+    benchmark.extra_info.update({"ops": MESSAGES, "includes": INCLUDES["shard"]})
     benchmark.pedantic(side.run, args=(None,), rounds=ROUNDS, iterations=1)
 
 
 @pytest.mark.benchmark(group="scaling")
 @pytest.mark.parametrize("design", ["broadcast", "routed"])
-def test_writer(benchmark: Any, design: str) -> None:
+@pytest.mark.parametrize("impl", ["optimized"])
+def test_writer(benchmark: Any, impl: str, design: str) -> None:
     r = optimized.shard.writer_only(day(MESSAGES), design=design, workers=2)
     assert r["records"] == MESSAGES
     assert design == "broadcast" or sum(r["routed"]) == r["events"]
-    benchmark.extra_info.update({"ops": MESSAGES, "includes": INCLUDES["writer"],
-                                 "impl": "optimized"})
+    benchmark.extra_info.update({"ops": MESSAGES, "includes": INCLUDES["writer"]})
     benchmark.pedantic(writer_side(design).run, args=(None,), rounds=ROUNDS, iterations=1)
 
 
 @pytest.mark.benchmark(group="scaling")
-def test_one_market(benchmark: Any) -> None:
+@pytest.mark.parametrize("impl", ["optimized"])
+def test_one_market(benchmark: Any, impl: str) -> None:
     data = day(MESSAGES)
 
     def run() -> None:
         Market("book").run_itch(data)
 
-    benchmark.extra_info.update({"ops": MESSAGES, "includes": INCLUDES["one-market"],
-                                 "impl": "optimized"})
+    benchmark.extra_info.update({"ops": MESSAGES, "includes": INCLUDES["one-market"]})
     benchmark.pedantic(run, rounds=ROUNDS, iterations=1)
 
 
 @pytest.mark.benchmark(group="scaling")
 @pytest.mark.parametrize("backend", ["processes", "threads"])
-def test_naive_shard(benchmark: Any, backend: str) -> None:
+@pytest.mark.parametrize("impl", ["naive"])
+def test_naive_shard(benchmark: Any, impl: str, backend: str) -> None:
     result = naive.shard.Shard("book", workers=2, design="routed", backend=backend).run(
         day(NAIVE_MESSAGES))
     fills, books, counts = reference(NAIVE_MESSAGES)
     assert result["fills"].tobytes() == fills and result["books_csv"] == books
     assert result["counts"] == counts
-    benchmark.extra_info.update({"ops": NAIVE_MESSAGES, "includes": INCLUDES["naive-shard"],
-                                 "impl": "naive"})
+    benchmark.extra_info.update({"ops": NAIVE_MESSAGES, "includes": INCLUDES["naive-shard"]})
     benchmark.pedantic(naive_side(backend).run, args=(None,), rounds=ROUNDS, iterations=1)
 
 
