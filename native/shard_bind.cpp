@@ -136,7 +136,7 @@ void register_shard(nb::module_& m) {
             "buffer"_a, nb::sig("def run(self, buffer: object) -> None"),
             "Decode a bytes-like ITCH buffer and shard it over the workers (GIL released).")
         .def("fills", [](BoundShard& b) { return shard_fills_array(b.idle().merged_fills()); },
-             nb::sig("def fills(self) -> numpy.ndarray[typing.Any, typing.Any]"),
+             nb::sig("def fills(self) -> numpy.typing.NDArray[numpy.void]"),
              "Every worker's fills in stream order (FILL_DTYPE).")
         .def(
             "raw_counts",

@@ -973,3 +973,39 @@ class SnapshotBook:
         """The book as OP_LIMIT rows in snapshot order (contract.journal)."""
 
     def __len__(self) -> int: ...
+
+SHARD_WORKERS_MAX: int = 64
+
+def shard_owner(locate: int, n: int) -> int:
+    """The worker (0..n-1) that owns a locate."""
+
+def broadcast_stress(items: int, capacity: int, readers: int) -> tuple[list[int], bool]:
+    """
+    items 0..items-1 through a BroadcastRing to `readers` threads: (items each reader saw, every reader saw them in order).
+    """
+
+class Shard:
+    """One writer, N book workers (native/shard.hpp)."""
+
+    def __init__(
+        self, mode: str, design: str, workers: int, capacity: int, wait: str, writer_only: bool
+    ) -> None: ...
+    def run(self, buffer: object) -> None:
+        """
+        Decode a bytes-like ITCH buffer and shard it over the workers (GIL released).
+        """
+
+    def fills(self) -> numpy.typing.NDArray[numpy.void]:
+        """Every worker's fills in stream order (FILL_DTYPE)."""
+
+    def raw_counts(self) -> tuple[list[int], list[int], list[int], int, int]:
+        """
+        (events by type byte, anomalies by kind, rejects by reason, fills, volume), merged.
+        """
+
+    def books_csv(self, worker: int) -> str:
+        """One worker's books CSV."""
+
+    def live_orders(self, worker: int) -> int: ...
+    def stats(self) -> dict[str, Any]:
+        """The writer's and each worker's counts, after run()."""

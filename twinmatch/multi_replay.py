@@ -86,10 +86,11 @@ def _on_cluster(names: list[str], impl: str, mode: str, workers: int,
     from distributed import Client, LocalCluster
 
     if address == "local":
-        with LocalCluster(n_workers=workers, threads_per_worker=1, processes=False,
-                          dashboard_address=None) as lc, Client(lc) as client:
+        with LocalCluster(  # type: ignore[no-untyped-call]
+                n_workers=workers, threads_per_worker=1, processes=False,
+                dashboard_address=None) as lc, Client(lc) as client:  # type: ignore[no-untyped-call]
             return _gather(client, names, impl, mode)
-    with Client(address, timeout=30) as client:
+    with Client(address, timeout=30) as client:  # type: ignore[no-untyped-call]
         return _gather(client, names, impl, mode)
 
 
