@@ -39,6 +39,7 @@ from contract.shard import (
     ShardResult,
     check_design,
     check_workers,
+    default_workers,
     merge_books_csv,
     owner,
     routed_by_reference,
@@ -187,11 +188,13 @@ def _as_fill_dtype(a: np.ndarray) -> np.ndarray:
 class Shard:
     """One writer, ``workers`` book workers (processes or threads) joined by queues."""
 
-    def __init__(self, mode: str = "book", *, workers: int = 2, design: str = "broadcast",
+    def __init__(self, mode: str = "book", *, workers: int | None = None,
+                 design: str = "broadcast",
                  capacity: int = 4096, backend: str = "processes") -> None:
         """``capacity``: events each worker's queue holds (in batches of up to BATCH)."""
         self.mode = check_mode(mode)
-        self.workers = check_workers(workers)
+        # None: the CPUs this process may use, less one for the writer (at least one)
+        self.workers = default_workers() if workers is None else check_workers(workers)
         self.design = check_design(design)
         self.capacity = check_capacity("capacity", capacity)
         if backend not in BACKENDS:

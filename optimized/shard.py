@@ -26,7 +26,14 @@ from contract.dtypes import ANOMALIES, REASONS
 from contract.itch_errors import ITCH_REASONS, ItchError
 from contract.market import check_mode
 from contract.pipeline import check_buffer, check_capacity
-from contract.shard import DESIGNS, ShardResult, check_design, check_workers, merge_books_csv
+from contract.shard import (
+    DESIGNS,
+    ShardResult,
+    check_design,
+    check_workers,
+    default_workers,
+    merge_books_csv,
+)
 from optimized import _native
 from optimized.itch import record_error, tail_error
 from optimized.market import show_bytes
@@ -39,10 +46,12 @@ WAITS: Final = ("auto", "spin", "yield")
 class Shard:
     """One writer, ``workers`` book workers, joined by a broadcast ring or routed rings."""
 
-    def __init__(self, mode: str = "book", *, workers: int = 2, design: str = "broadcast",
+    def __init__(self, mode: str = "book", *, workers: int | None = None,
+                 design: str = "broadcast",
                  capacity: int = 4096, wait: str = "auto") -> None:
         self.mode = check_mode(mode)
-        self.workers = check_workers(workers)
+        # None: the CPUs this process may use, less one for the writer (at least one)
+        self.workers = default_workers() if workers is None else check_workers(workers)
         self.design = check_design(design)
         self.capacity = check_capacity("capacity", capacity)
         if wait not in WAITS:

@@ -45,7 +45,7 @@ def test_worker_processes_equal_sequential(days: list[Path]) -> None:
 def test_dask_local_cluster_equals_sequential(days: list[Path]) -> None:
     pytest.importorskip("distributed")
     seq = replay_many(days)
-    dist = replay_many(days, workers=2, cluster="local")
+    dist = replay_many(days, workers=2, cluster="local", local_processes=False)
     assert dist["executor"].startswith("dask.distributed")
     assert (dist["files"], dist["total"]) == (seq["files"], seq["total"])
 

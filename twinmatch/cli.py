@@ -288,7 +288,9 @@ def replay_many_cmd(args: argparse.Namespace) -> int:
     if args.fills or args.books or args.pipeline:
         return _bad_argument("replay", ValueError(
             "--fills, --books and --pipeline take one file, without --workers or --cluster"))
-    workers = 1 if args.workers is None else args.workers
+    # --cluster local without --workers: one worker per CPU this process may use
+    workers = args.workers if args.workers is not None else (
+        len(os.sched_getaffinity(0)) if args.cluster == "local" else 1)
     if workers < 1:
         return _bad_argument("replay", ValueError(f"--workers must be at least 1, got {workers}"))
     for path in args.file:

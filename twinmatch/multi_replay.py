@@ -57,16 +57,18 @@ def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 # --8<-- [start:replay_many]
 def replay_many(paths: Sequence[str | Path], impl: str = "optimized", mode: str = "book",
-                workers: int = 1, cluster: str | None = None) -> dict[str, Any]:
+                workers: int = 1, cluster: str | None = None,
+                local_processes: bool = True) -> dict[str, Any]:
     """Replay every file; ``workers`` > 1: that many worker processes; ``cluster``: a
     dask.distributed scheduler's address, or ``"local"`` for a LocalCluster of
-    ``workers`` workers started (and stopped) here."""
+    ``workers`` workers started (and stopped) here: worker processes, or with
+    ``local_processes=False`` threads of this process (quick to start: the tests)."""
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
     names = [str(p) for p in paths]
     start = time.perf_counter()
     if cluster is not None:
-        reports = _on_cluster(names, impl, mode, workers, cluster)
+        reports = _on_cluster(names, impl, mode, workers, cluster, local_processes)
         how = f"dask.distributed ({cluster})"
     elif workers == 1 or len(names) == 1:
         reports = [replay_one(p, impl, mode) for p in names]
@@ -81,13 +83,13 @@ def replay_many(paths: Sequence[str | Path], impl: str = "optimized", mode: str 
     return merged
 
 
-def _on_cluster(names: list[str], impl: str, mode: str, workers: int,
-                address: str) -> list[dict[str, Any]]:
+def _on_cluster(names: list[str], impl: str, mode: str, workers: int, address: str,
+                processes: bool) -> list[dict[str, Any]]:
     from distributed import Client, LocalCluster
 
     if address == "local":
         with LocalCluster(  # type: ignore[no-untyped-call]
-                n_workers=workers, threads_per_worker=1, processes=False,
+                n_workers=workers, threads_per_worker=1, processes=processes,
                 dashboard_address=None) as lc, Client(lc) as client:  # type: ignore[no-untyped-call]
             return _gather(client, names, impl, mode)
     with Client(address, timeout=30) as client:  # type: ignore[no-untyped-call]
