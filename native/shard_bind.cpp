@@ -89,7 +89,7 @@ void register_shard(nb::module_& m) {
     m.def("shard_owner", [](std::uint16_t locate, std::size_t n) { return shard_owner(locate, n); },
           "locate"_a, "n"_a, "The worker (0..n-1) that owns a locate.");
     m.def("broadcast_stress", &broadcast_stress, "items"_a, "capacity"_a, "readers"_a,
-          "items 0..items-1 through a BroadcastRing to `readers` threads: "
+          "items 0..items-1 through a BroadcastRing to `readers` threads:\n"
           "(items each reader saw, every reader saw them in order).");
     nb::class_<BoundShard>(m, "Shard", "One writer, N book workers (native/shard.hpp).")
         .def(

@@ -981,7 +981,8 @@ def shard_owner(locate: int, n: int) -> int:
 
 def broadcast_stress(items: int, capacity: int, readers: int) -> tuple[list[int], bool]:
     """
-    items 0..items-1 through a BroadcastRing to `readers` threads: (items each reader saw, every reader saw them in order).
+    items 0..items-1 through a BroadcastRing to `readers` threads:
+    (items each reader saw, every reader saw them in order).
     """
 
 class Shard:
