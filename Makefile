@@ -166,7 +166,9 @@ sanitize: $(ASAN_VENV)/.installed sanitize-threads
 # ThreadSanitizer over the SPSC ring (native/ring.hpp: tests/native/ring_stress.cpp, 2M
 # items through a 64-slot ring) and over the whole pipeline (native/pipeline.hpp:
 # tests/native/pipeline_stress.cpp, a generated order-flow feed through every placement,
-# both policies, a stop and failed thread starts, with tiny rings). Each run is bounded.
+# both policies, a stop and failed thread starts, with tiny rings) and over the broadcast
+# ring and both sharding designs (native/shard.hpp: tests/native/shard_stress.cpp, rings
+# of 2 slots, 1..4 readers / workers, counts and results checked). Each run is bounded.
 TSAN_CXX := g++ -std=c++20 -O1 -g -fsanitize=thread -I native
 sanitize-threads:
 	mkdir -p build/tsan
@@ -174,6 +176,8 @@ sanitize-threads:
 	$(TSAN_CXX) tests/native/pipeline_stress.cpp -o build/tsan/pipeline_stress
 	TSAN_OPTIONS=halt_on_error=1 timeout 300 build/tsan/ring_stress 2000000 64
 	TSAN_OPTIONS=halt_on_error=1 timeout 600 build/tsan/pipeline_stress 20000
+	$(TSAN_CXX) tests/native/shard_stress.cpp -o build/tsan/shard_stress
+	TSAN_OPTIONS=halt_on_error=1 timeout 300 build/tsan/shard_stress 10000 3000
 
 # Longer coverage-guided fuzzing of both twins' decoders (atheris), 2 minutes per target;
 # then the differential replay of mutated feeds (tests/test_hostile.py), many examples.

@@ -18,6 +18,7 @@ void register_columns(nb::module_& m);     // chapter 9: struct of arrays, SIMD 
 void register_feed(nb::module_& m);        // chapter 13: the live feed receiver
 void register_tables(nb::module_& m);      // chapter 14: research tables
 void register_layouts(nb::module_& m);     // chapter 8: book layouts compared
+void register_shard(nb::module_& m);       // chapter 10: sharding by symbol
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -37,4 +38,5 @@ NB_MODULE(_native, m) {
     register_feed(m);
     register_tables(m);
     register_layouts(m);
+    register_shard(m);
 }

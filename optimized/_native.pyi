@@ -1553,3 +1553,40 @@ class LayoutCapped:
         own cost subtracted) into a histogram; returns count, p50_ns, p99_ns, p999_ns,
         max_ns, mean_ns, timer_overhead_ns and tsc (1.0 if the TSC was used).
         """
+
+SHARD_WORKERS_MAX: int = 64
+
+def shard_owner(locate: int, n: int) -> int:
+    """The worker (0..n-1) that owns a locate."""
+
+def broadcast_stress(items: int, capacity: int, readers: int) -> tuple[list[int], bool]:
+    """
+    items 0..items-1 through a BroadcastRing to `readers` threads:
+    (items each reader saw, every reader saw them in order).
+    """
+
+class Shard:
+    """One writer, N book workers (native/shard.hpp)."""
+
+    def __init__(
+        self, mode: str, design: str, workers: int, capacity: int, wait: str, writer_only: bool
+    ) -> None: ...
+    def run(self, buffer: object) -> None:
+        """
+        Decode a bytes-like ITCH buffer and shard it over the workers (GIL released).
+        """
+
+    def fills(self) -> numpy.typing.NDArray[numpy.void]:
+        """Every worker's fills in stream order (FILL_DTYPE)."""
+
+    def raw_counts(self) -> tuple[list[int], list[int], list[int], int, int]:
+        """
+        (events by type byte, anomalies by kind, rejects by reason, fills, volume), merged.
+        """
+
+    def books_csv(self, worker: int) -> str:
+        """One worker's books CSV."""
+
+    def live_orders(self, worker: int) -> int: ...
+    def stats(self) -> dict[str, Any]:
+        """The writer's and each worker's counts, after run()."""

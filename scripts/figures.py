@@ -536,7 +536,7 @@ def ablation_plot(group: Group, steps: list[Step], label: str, path: Path) -> No
 # Groups whose paired records (tests/bench/paired.py) get a table of their own,
 # <group>-paired-table.md, and numbers paired-<key> / paired-<key>-iqr: ratios that are
 # the chapter's claims but not speed targets of scripts/targets.py.
-PAIRED_TABLE_GROUPS = ("journal", "layouts", "simd", "live_feed", "tables")
+PAIRED_TABLE_GROUPS = ("journal", "layouts", "simd", "scaling", "live_feed", "tables")
 
 
 def paired_records(data: dict[str, Any], group: str) -> list[dict[str, Any]]:

@@ -238,6 +238,9 @@ def _one_line(exc: Exception) -> str:
 
 def replay_cmd(args: argparse.Namespace) -> int:
     """Replay a feed through one twin's many-books market and report."""
+    if len(args.file) > 1 or args.workers is not None or args.cluster is not None:
+        return replay_many_cmd(args)
+    args.file = args.file[0]
     problem = _input_problem(args.file) or _output_problem(args.fills) \
         or _output_problem(args.books)
     if problem:
@@ -272,6 +275,34 @@ def _replay(args: argparse.Namespace) -> int:
         print(json.dumps(result.report, indent=2))
     else:
         print(format_report(result.report), end="")
+    return 0
+
+
+def replay_many_cmd(args: argparse.Namespace) -> int:
+    """Chapter 10: many feeds, one task each, in worker processes or on a dask cluster;
+    the per-file reports merged (twinmatch/multi_replay.py)."""
+    import json
+
+    from twinmatch.multi_replay import format_many, replay_many
+
+    if args.fills or args.books or args.pipeline:
+        return _bad_argument("replay", ValueError(
+            "--fills, --books and --pipeline take one file, without --workers or --cluster"))
+    # --cluster local without --workers: one worker per CPU this process may use
+    workers = args.workers if args.workers is not None else (
+        len(os.sched_getaffinity(0)) if args.cluster == "local" else 1)
+    if workers < 1:
+        return _bad_argument("replay", ValueError(f"--workers must be at least 1, got {workers}"))
+    for path in args.file:
+        problem = _input_problem(path, streams=False)
+        if problem:
+            return _bad_argument("replay", ValueError(problem))
+    try:
+        report = replay_many(args.file, args.impl, args.mode, workers, args.cluster)
+    except (ValueError, OSError) as exc:
+        return _feed_error("replay", exc)
+    print(json.dumps(report, indent=2) if args.json else format_many(report), end="\n"
+          if args.json else "")
     return 0
 
 
@@ -579,7 +610,8 @@ def build_parser() -> argparse.ArgumentParser:
     u.set_defaults(func=gen_uniform)
     r = sub.add_parser("replay", help="replay a feed (ITCH, gzip, PCAP, CSV, LOBSTER) "
                                       "through the many-books market")
-    r.add_argument("file", type=Path)
+    r.add_argument("file", type=Path, nargs="+",
+                   help="one feed, or many (chapter 10: one task each, reports merged)")
     r.add_argument("--impl", choices=["naive", "optimized"], default="optimized")
     r.add_argument("--mode", choices=["book", "match"], default="book",
                    help="book: rebuild the feed's books (never match); match: an engine")
@@ -592,6 +624,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="--pipeline: when the fill logger falls behind, wait or drop (counted)")
     r.add_argument("--logger-delay-ns", type=int, default=0, metavar="NS",
                    help="--pipeline: simulate a slow disk, NS per fill logged (teaching, tests)")
+    r.add_argument("--workers", type=int, metavar="N",
+                   help="many files: N worker processes (or --cluster local's workers)")
+    r.add_argument("--cluster", metavar="ADDRESS",
+                   help="many files: run the tasks on a dask.distributed scheduler at "
+                        "ADDRESS, or 'local' for a local cluster started here")
     r.set_defaults(func=replay_cmd)
     c = sub.add_parser("compare", help="replay with both twins: identical results, speedup")
     c.add_argument("file", type=Path)

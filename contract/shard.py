@@ -1,0 +1,82 @@
+"""What both sharding twins (naive/shard.py, optimized/shard.py) share: the checks of
+their arguments, which worker owns a locate, and how the workers' results are merged
+into the report of one market.
+
+A result (``ShardResult``, a dict) holds ``fills`` (FILL_DTYPE, in stream order, as one
+Market's ``run`` returns them), ``books_csv``, ``counts`` (as ``Market.counts()``),
+``live_orders``, ``events`` (events decoded), ``workers``, ``design``, ``mode``,
+``per_worker`` (``received`` and ``applied`` per worker), ``routed`` (events the writer
+handed to each worker: routed design only, else ``[]``) and ``conflicts`` (adds of a
+reference live on another worker's symbol: where the sharded result and one market's may
+differ; 0 on every feed that keeps ITCH's rule that references are unique for the day).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Final
+
+__all__ = ["DESIGNS", "WORKERS_MAX", "check_design", "check_workers", "default_workers",
+           "merge_books_csv", "owner", "routed_by_reference"]
+
+DESIGNS: Final = ("broadcast", "routed")
+WORKERS_MAX: Final = 64  # native/shard.hpp: kMaxShardWorkers
+BOOKS_HEADER: Final = "locate,stock,side,price,priority,order_ref,shares\n"
+
+ShardResult = dict[str, Any]
+
+
+def check_workers(workers: object) -> int:
+    """A worker count: an int in 1..64; else a TypeError or ValueError naming it."""
+    if not isinstance(workers, int) or isinstance(workers, bool):
+        raise TypeError(f"workers must be an int, got {type(workers).__name__}")
+    if not 1 <= workers <= WORKERS_MAX:
+        raise ValueError(f"workers must be 1..{WORKERS_MAX}, got {workers}")
+    return workers
+
+
+def check_design(design: object) -> str:
+    if design not in DESIGNS:
+        raise ValueError(f"design must be 'broadcast' or 'routed', got {design!r}")
+    return str(design)
+
+
+def default_workers() -> int:
+    """Book workers for this process: the CPUs it may use (``os.sched_getaffinity``, which
+    taskset, cgroups and containers shrink) less one for the writer, and at least one."""
+    return max(1, len(os.sched_getaffinity(0)) - 1)
+
+
+# --8<-- [start:owner]
+def owner(locate: int, workers: int) -> int:
+    """The worker (0..workers-1) that owns a locate: Fibonacci hashing (multiply by
+    2^16 / golden ratio, keep 16 bits) spreads neighbouring locates, and a multiply-shift
+    maps 0..65535 onto 0..workers-1. native/shard.hpp has the same formula."""
+    h = (locate * 40503) & 0xFFFF
+    return (h * workers) >> 16
+# --8<-- [end:owner]
+
+
+def routed_by_reference(kind: int, mode: str, shares: int, price: int) -> bool:
+    """Does this event look its order reference up (E C X D U in book mode, X D U in
+    match mode)? The market checks a U's price and a non-D's shares first; those rejects
+    depend on the event alone, so such events stay with their locate's owner."""
+    if kind in b"EC":
+        return mode == "book" and shares != 0
+    if kind in b"XU":
+        return shares != 0 and not (kind == ord("U") and price == 0)
+    return kind == ord("D")
+
+
+def merge_books_csv(parts: list[str]) -> str:
+    """The workers' books CSVs as one: rows by locate, each locate's rows as its worker
+    wrote them (each locate is one worker's, so its sides, prices and priorities are
+    already in order)."""
+    rows: list[tuple[int, int, str]] = []
+    for w, text in enumerate(parts):
+        lines = text.splitlines(keepends=True)
+        if lines and lines[0] == BOOKS_HEADER:
+            lines = lines[1:]
+        rows.extend((int(line.split(",", 1)[0]), w, line) for line in lines)
+    rows.sort(key=lambda r: (r[0], r[1]))  # stable: a worker's rows keep their order
+    return BOOKS_HEADER + "".join(line for _, _, line in rows)

@@ -1,0 +1,39 @@
+"""Routing events to book workers by symbol (chapter 10's routed design, in Python).
+
+Each worker owns the locates ``owner(locate, workers)`` gives it. An add (A, F) names its
+locate, and so does every other message; but Market goes by the *order's* locate for
+E C X D U (when the message's own locate disagrees it counts ``locate_mismatch`` and
+the order wins), so routing those by their own locate can send them to a worker that
+has never seen the order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+A, F, E, C, X, D, U = (ord(c) for c in "AFECXDU")
+
+
+def owner(locate: int, workers: int) -> int:
+    """The worker (0..workers-1) that owns a locate (contract/shard.py's formula)."""
+    return (((locate * 40503) & 0xFFFF) * workers) >> 16
+
+
+class Router:
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.refs: dict[int, int] = {}  # live order reference -> the locate of its add
+
+    def route(self, row: tuple[Any, ...]) -> int:
+        """The worker for one event (an EVENT_DTYPE row as a tuple: timestamp, order_ref,
+        new_order_ref, match_number, shares, price, locate, type, side, printable, stock)."""
+        _, ref, new_ref, _, _, _, locate, kind, _, _, _ = row
+        if kind in (A, F):
+            self.refs[ref] = locate
+        elif kind in (E, C, X, D, U):
+            locate = self.refs.get(ref, locate)  # the order's locate, if we saw it added
+            if kind in (D, U):
+                self.refs.pop(ref, None)
+            if kind == U:
+                self.refs[new_ref] = locate  # the new reference lives where the old one did
+        return owner(locate, self.workers)
