@@ -1,0 +1,73 @@
+"""Lay a partial benchmark run over the committed reference run, keeping provenance.
+
+    python scripts/merge_bench.py NEW.json [--onto REF.json] --out OUT.json
+
+A full ``make bench-run`` takes most of an hour; when only some groups changed, a run of
+those groups can replace their rows in the reference. Every benchmark of NEW replaces the
+reference's benchmark of the same name (and a paired record its record of the same key);
+the rest of the reference is kept. The output's machine and commit are NEW's, and
+``merged_from`` names the earlier run (its commit, date) and the groups whose rows still
+come from it, so scripts/figures.py can say on every table which rows are older.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = ROOT / "chapters" / "generated" / "bench-reference.json"
+
+
+def key(b: dict[str, Any]) -> str:
+    paired = (b.get("extra_info") or {}).get("paired")
+    if isinstance(paired, dict):
+        return f"paired:{paired.get('key')}"
+    return str(b.get("fullname") or b.get("name"))
+
+
+def merge(new: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
+    fresh = {key(b) for b in new.get("benchmarks", [])}
+    stamp = {"commit": str((ref.get("commit_info") or {}).get("id", "?"))[:10],
+             "date": str(ref.get("datetime", ""))[:10]}
+    kept = []
+    for b in ref.get("benchmarks", []):
+        if key(b) in fresh:
+            continue
+        b = dict(b)
+        info = dict(b.get("extra_info") or {})
+        info.setdefault("measured_at", stamp)  # an older merge's stamp stays
+        b["extra_info"] = info
+        kept.append(b)
+    out = dict(new)
+    out["benchmarks"] = list(new.get("benchmarks", [])) + kept
+    runs: dict[tuple[str, str], set[str]] = {}
+    for b in kept:
+        at = b["extra_info"]["measured_at"]
+        runs.setdefault((str(at["commit"]), str(at["date"])), set()).add(str(b.get("group")))
+    out["merged_from"] = [{"commit": c, "date": d, "groups": sorted(g)}
+                          for (c, d), g in sorted(runs.items(), key=lambda kv: kv[0][1])]
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("new", type=Path)
+    parser.add_argument("--onto", type=Path, default=REFERENCE)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    new = json.loads(args.new.read_text(encoding="utf-8"))
+    ref = json.loads(args.onto.read_text(encoding="utf-8"))
+    out = merge(new, ref)
+    args.out.write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
+    print(f"merge_bench: {len(new.get('benchmarks', []))} new + "
+          f"{len(out['benchmarks']) - len(new.get('benchmarks', []))} kept -> {args.out}",
+          file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,31 @@
+"""scripts/merge_bench.py: a partial run laid over the reference keeps provenance."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scripts import figures, merge_bench
+
+
+def _run(commit: str, date: str, rows: list[tuple[str, str]]) -> dict[str, Any]:
+    return {"commit_info": {"id": commit}, "datetime": date,
+            "benchmarks": [{"group": g, "name": n, "fullname": n, "extra_info": {},
+                            "stats": {"median": 1.0, "rounds": 1}} for g, n in rows]}
+
+
+def test_new_rows_replace_old_and_the_rest_is_stamped() -> None:
+    ref = _run("aaaaaaaaaaaa", "2026-12-01T00:00", [("engine", "t1"), ("itch", "t2")])
+    new = _run("bbbbbbbbbbbb", "2026-12-02T00:00", [("engine", "t1"), ("simd", "t3")])
+    out = merge_bench.merge(new, ref)
+    names = [(b["group"], b["name"]) for b in out["benchmarks"]]
+    assert names == [("engine", "t1"), ("simd", "t3"), ("itch", "t2")]
+    assert out["commit_info"]["id"] == "bbbbbbbbbbbb"
+    assert out["merged_from"] == [{"commit": "aaaaaaaaaa", "date": "2026-12-01",
+                                   "groups": ["itch"]}]
+    # a second merge keeps the first stamp of rows it does not replace
+    newer = _run("cccccccccccc", "2026-12-03T00:00", [("simd", "t3")])
+    again = merge_bench.merge(newer, out)
+    assert {(m["commit"], tuple(m["groups"])) for m in again["merged_from"]} == {
+        ("aaaaaaaaaa", ("itch",)), ("bbbbbbbbbb", ("engine",))}
+    label = figures.run_label(again)
+    assert "commit cccccccccc" in label and "groups itch from the run of commit aaaaaaaaaa" in label
