@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from types import ModuleType
 from typing import Any
 
-from scripts import figures, merge_bench
+from tests.conftest import ROOT
+
+
+def _load(name: str) -> ModuleType:
+    """A script by path, as tests/test_docs.py loads figures.py (scripts/ is no package)."""
+    spec = importlib.util.spec_from_file_location(f"tm_{name}", ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+merge_bench = _load("merge_bench")
+figures = _load("figures")
 
 
 def _run(commit: str, date: str, rows: list[tuple[str, str]]) -> dict[str, Any]:
