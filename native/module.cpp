@@ -14,6 +14,7 @@ void register_pipeline(nb::module_& m);
 void register_capped_ref(nb::module_& m);  // benchmark-only (group "engine")
 void register_contract(nb::module_& m);    // the codes and layouts, for one test
 void register_journal(nb::module_& m);     // chapter 11: the input journal
+void register_entry(nb::module_& m);       // chapter 12: the order-entry server
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -29,4 +30,5 @@ NB_MODULE(_native, m) {
     register_capped_ref(m);
     register_contract(m);
     register_journal(m);
+    register_entry(m);
 }
