@@ -101,7 +101,8 @@ class EntryConfig:
     idle_timeout_ms: int = 15000      # drop a client silent for "typically 15 s" (spec §1.4)
     login_timeout_ms: int = 30000     # the Login Request within "typically 30 s" (spec §1.4)
     max_sessions: int = 64
-    out_limit: int = 1 << 20          # unsent bytes a session may queue before it is dropped
+    out_limit: int = 1 << 20          # unsent bytes the naive twin hands asyncio at once
+    sndbuf: int = 0                   # SO_SNDBUF of each connection (0: the kernel's)
     clock: str = "wall"
 
     def check(self) -> EntryConfig:
@@ -125,6 +126,8 @@ class EntryConfig:
             raise ValueError("max_sessions: 1..4096")
         if not 4096 <= self.out_limit <= 1 << 30:
             raise ValueError("out_limit: 4096..2**30")
+        if not 0 <= self.sndbuf <= 1 << 26:
+            raise ValueError("sndbuf: 0..2**26")
         if self.clock not in ("wall", "fixed"):
             raise ValueError("clock: 'wall' or 'fixed'")
         return self

@@ -19,6 +19,7 @@ same words as ``native/entry.hpp``.
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 from dataclasses import dataclass
@@ -333,25 +334,36 @@ class _Session:
         self.framer = sb.Framer()
         self.user: int | None = None
         self.sent = 0                        # log entries already written
+        self.written = 0                     # bytes handed to asyncio
+        self.taken_seen = 0                  # bytes the kernel had taken at the last check
         self.idle_ms = self.ex.config.idle_timeout_ms
         now = time.monotonic()
-        self.last_in = self.last_out = now
+        self.last_in = self.last_out = self.progress = now
         self.deadline = now + self.ex.config.login_timeout_ms / 1000
 
     def write(self, data: bytes) -> None:
         self.writer.write(data)
+        self.written += len(data)
         self.last_out = time.monotonic()
-        if self.writer.transport.get_write_buffer_size() > self.ex.config.out_limit:
-            raise _Closed("slow_consumer")   # it does not read: drop it, not the others
+
+    def unsent(self) -> int:
+        """Bytes asyncio still holds for this connection (the kernel has not taken)."""
+        return self.writer.transport.get_write_buffer_size()
+
+    def pending(self) -> bool:
+        return self.unsent() > 0 or (
+            self.user is not None and self.sent < len(self.ex.users[self.user].log))
 
     def flush_log(self) -> None:
-        """Write whatever the user's log holds past what this connection has sent."""
+        """Write the user's log past what this connection has sent, while asyncio holds
+        less than out_limit unsent bytes: the rest waits in the log (a replay included)."""
         assert self.user is not None
         log = self.ex.users[self.user].log
-        if self.sent < len(log):
-            data = b"".join(log[self.sent:])
-            self.sent = len(log)
-            self.write(data)
+        limit = self.ex.config.out_limit
+        while self.sent < len(log) and self.unsent() < limit:
+            end = min(len(log), self.sent + 256)
+            self.write(b"".join(log[self.sent:end]))
+            self.sent = end
 
     async def run(self) -> None:
         try:
@@ -377,30 +389,39 @@ class _Session:
                 self.ex.stats[closed.reason] += 1
             self.server.drop(self, abort=closed.reason == "slow_consumer")
         except (ConnectionError, OSError):
+            if self.framer.pending:
+                self.ex.stats["eof_mid_packet"] += 1   # a reset in the middle of a packet
             self.server.drop(self, abort=True)
         finally:
             self.server.drop(self, abort=False)
 
     async def _read(self) -> bytes:
-        """The next bytes, sending heartbeats and checking timers meanwhile."""
+        """The next bytes; meanwhile, every 10 ms, the timers and the rest of the log."""
         while True:
-            now = time.monotonic()
-            hb_due = self.last_out + self.ex.config.heartbeat_ms / 1000
-            if self.user is None:
-                limit = self.deadline
-            else:
-                limit = self.last_in + self.idle_ms / 1000
-            if now >= limit:
-                raise _Closed("login_timeout" if self.user is None else "idle_timeout")
-            if self.user is not None and now >= hb_due:
-                self.ex.stats["heartbeats_out"] += 1
-                self.write(sb.frame(sb.SERVER_HEARTBEAT))
-                continue
-            wait = limit - now if self.user is None else min(limit, hb_due) - now
+            self.timers()
             try:
-                return await asyncio.wait_for(self.reader.read(65536), max(wait, 0.001))
+                return await asyncio.wait_for(self.reader.read(65536), 0.01)
             except TimeoutError:
                 continue
+
+    def timers(self) -> None:
+        now = time.monotonic()
+        if self.user is None:
+            if now >= self.deadline:
+                raise _Closed("login_timeout")
+            return
+        if now - self.last_in >= self.idle_ms / 1000:
+            raise _Closed("idle_timeout")
+        self.flush_log()
+        # A client with output waiting that took none of it for idle_ms does not read.
+        taken = self.written - self.unsent()
+        if taken != self.taken_seen or not self.pending():
+            self.taken_seen, self.progress = taken, now
+        elif now - self.progress >= self.idle_ms / 1000:
+            raise _Closed("slow_consumer")
+        if not self.pending() and now - self.last_out >= self.ex.config.heartbeat_ms / 1000:
+            self.ex.stats["heartbeats_out"] += 1
+            self.write(sb.frame(sb.SERVER_HEARTBEAT))
 # --8<-- [end:session]
 
     # --8<-- [start:on_packet]
@@ -510,6 +531,9 @@ class Server:
             ex.stats["too_many_connections"] += 1
             writer.transport.abort()
             return
+        if ex.config.sndbuf:
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, ex.config.sndbuf)
         session = _Session(self, reader, writer)
         self.sessions.add(session)
         await session.run()
@@ -525,17 +549,22 @@ class Server:
         self.closing = True
         server.close()
         self.exchange.end_of_day()
+        until = time.monotonic() + 0.5       # bounded: 500 ms in all for the goodbyes
         for session in list(self.logged_in.values()):
+            assert session.user is not None
+            log = self.exchange.users[session.user].log
             try:
-                session.flush_log()
-                session.write(sb.frame(sb.END_OF_SESSION))
-            except _Closed:
-                pass
-        for session in list(self.sessions):
-            try:
-                await asyncio.wait_for(session.writer.drain(), 0.5)
+                while session.sent < len(log) and time.monotonic() < until:
+                    session.flush_log()
+                    await asyncio.wait_for(session.writer.drain(),
+                                           max(until - time.monotonic(), 0.001))
+                if session.sent == len(log):
+                    session.write(sb.frame(sb.END_OF_SESSION))
+                    await asyncio.wait_for(session.writer.drain(),
+                                           max(until - time.monotonic(), 0.001))
             except (TimeoutError, ConnectionError, OSError):
                 pass
+        for session in list(self.sessions):
             session.writer.transport.abort()
         await asyncio.sleep(0)
 

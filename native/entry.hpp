@@ -80,6 +80,7 @@ struct Config {
     std::array<char, 10> session{};             // left-padded with spaces
     std::int64_t heartbeat_ms = 1000, idle_timeout_ms = 15000, login_timeout_ms = 30000;
     std::size_t max_sessions = 64, out_limit = 1 << 20;
+    int sndbuf = 0;                             // SO_SNDBUF of each connection (0: the kernel's)
     bool fixed_clock = false;
 };
 
@@ -634,6 +635,7 @@ private:
             }
             int one = 1;
             ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+            if (cfg_.sndbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &cfg_.sndbuf, sizeof cfg_.sndbuf);
             Session& s = *sessions_[slot];
             const std::int64_t now = now_ms();
             s = Session{};
@@ -673,7 +675,7 @@ private:
             if (r < 0) {
                 if (errno == EAGAIN || errno == EWOULDBLOCK) break;
                 if (errno == EINTR) continue;
-                return drop(s, -1);
+                return drop(s, s.have ? EofMidPacket : -1);   // a reset mid-packet
             }
             s.have += std::size_t(r);
             s.last_in = now_ms();

@@ -24,7 +24,7 @@ Config make_config(const std::vector<std::string>& users,
                                     const std::string& session, std::int64_t heartbeat_ms,
                                     std::int64_t idle_timeout_ms, std::int64_t login_timeout_ms,
                                     std::size_t max_sessions, std::size_t out_limit,
-                                    bool fixed_clock) {
+                                    bool fixed_clock, int sndbuf) {
     // The Python side (contract.soupbin.EntryConfig.check) has already checked ranges.
     if (users.size() != passwords.size() || users.empty() || symbols.empty() || session.size() > 10)
         throw std::invalid_argument("entry server: bad configuration");
@@ -46,6 +46,7 @@ Config make_config(const std::vector<std::string>& users,
     c.max_sessions = max_sessions;
     c.out_limit = out_limit;
     c.fixed_clock = fixed_clock;
+    c.sndbuf = sndbuf;
     return c;
 }
 
@@ -59,15 +60,15 @@ void register_entry(nb::module_& m) {
                 const std::vector<std::string>& passwords, const std::vector<std::string>& symbols,
                 const std::string& session, std::int64_t heartbeat_ms, std::int64_t idle_timeout_ms,
                 std::int64_t login_timeout_ms, std::size_t max_sessions, std::size_t out_limit,
-                bool fixed_clock, std::uint16_t port) {
+                bool fixed_clock, int sndbuf, std::uint16_t port) {
                  new (self) Server(make_config(users, passwords, symbols, session, heartbeat_ms,
                                                idle_timeout_ms, login_timeout_ms, max_sessions,
-                                               out_limit, fixed_clock),
+                                               out_limit, fixed_clock, sndbuf),
                                    port);
              },
              "users"_a, "passwords"_a, "symbols"_a, "session"_a, "heartbeat_ms"_a,
              "idle_timeout_ms"_a, "login_timeout_ms"_a, "max_sessions"_a, "out_limit"_a,
-             "fixed_clock"_a, "port"_a)
+             "fixed_clock"_a, "sndbuf"_a, "port"_a)
         .def_prop_ro("port", &Server::port)
         .def("run", &Server::run, nb::call_guard<nb::gil_scoped_release>(),
              "The event loop, until stop() (GIL released)")

@@ -973,3 +973,31 @@ class SnapshotBook:
         """The book as OP_LIMIT rows in snapshot order (contract.journal)."""
 
     def __len__(self) -> int: ...
+
+class EntryServerCore:
+    """Chapter 12's order-entry server (native/entry.hpp): one thread, epoll"""
+
+    def __init__(
+        self,
+        users: Sequence[str],
+        passwords: Sequence[str],
+        symbols: Sequence[str],
+        session: str,
+        heartbeat_ms: int,
+        idle_timeout_ms: int,
+        login_timeout_ms: int,
+        max_sessions: int,
+        out_limit: int,
+        fixed_clock: bool,
+        sndbuf: int,
+        port: int,
+    ) -> None: ...
+    @property
+    def port(self) -> int: ...
+    def run(self) -> None:
+        """The event loop, until stop() (GIL released)"""
+
+    def stop(self) -> None:
+        """Ask run() to end (any thread)"""
+
+    def stats(self) -> list[int]: ...

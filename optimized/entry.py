@@ -26,7 +26,7 @@ class Server:
             [u.upper() for u in cfg.users], [p.upper() for p in cfg.users.values()],
             list(cfg.symbols), cfg.session, cfg.heartbeat_ms, cfg.idle_timeout_ms,
             cfg.login_timeout_ms, cfg.max_sessions, cfg.out_limit, cfg.clock == "fixed",
-            port)
+            cfg.sndbuf, port)
         self.port: int = self._core.port
         self._thread: threading.Thread | None = None
 
