@@ -112,4 +112,4 @@ def wait_stat(server: Any, key: str, at_least: int, timeout: float = 10.0) -> in
         value: int = server.stats()[key]
         if value >= at_least or time.monotonic() > end:
             return value
-        time.sleep(0.01)
+        time.sleep(0.001)

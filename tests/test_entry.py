@@ -607,3 +607,67 @@ def record_golden() -> None:  # pragma: no cover - run by hand: python -m tests.
 
 if __name__ == "__main__":  # pragma: no cover
     record_golden()
+
+
+# ------------------------------------------------------ differential, seeded streams
+
+def random_stream(seed: int, n: int) -> list[tuple[int, bytes]]:
+    """n framed OUCH messages from two users (user index, bytes): mostly valid, some stale
+    UserRefNums, bad fields, unknown references, over a narrow band of prices."""
+    import random
+    rng = random.Random(seed)
+    urn = [0, 0]
+    out = []
+    for _ in range(n):
+        user = rng.randrange(2)
+        roll = rng.random()
+        price = 1_000_000 + 100 * rng.randrange(-5, 6)
+        old = rng.randrange(1, urn[user] + 2)
+        if roll < 0.5:
+            urn[user] += rng.choice((1, 1, 1, 2))
+            side = rng.choice((b"B", b"S", b"T", b"B", b"S", b"X"))
+            qty = rng.choice((1, 10, 100, 250, 0, 1_000_000))
+            tif = rng.choice((b"0", b"0", b"3", b"9"))
+            sym = rng.choice((b"AAPL", b"MSFT", b"ZZZZ"))
+            px = rng.choice((price, price, ouch.PRICE_MARKET_CROSS, 0))
+            u = urn[user] if rng.random() > 0.05 else max(urn[user] - 1, 0)
+            out.append((user, enter(u, side, qty, px, symbol=sym, tif=tif)))
+        elif roll < 0.65:
+            out.append((user, cancel(old, rng.choice((0, 5, 50)))))
+        elif roll < 0.8:
+            urn[user] += 1
+            out.append((user, replace(old, urn[user], rng.choice((50, 300, 0)), price)))
+        elif roll < 0.95:
+            out.append((user, modify(old, rng.choice((b"S", b"T", b"B")), rng.choice((0, 20)))))
+        else:
+            urn[user] += 1
+            out.append((user, mass_cancel(urn[user], rng.choice((b"", b"AAPL")))))
+    return out
+
+
+def transcript(impl: str, stream: list[tuple[int, bytes]]) -> tuple[bytes, bytes, dict[str, int]]:
+    """Every byte both users receive for the stream, through End of Session."""
+    srv = server_class(impl)(config())
+    port = srv.start()
+    users = [Client(port), Client(port)]
+    users[0].login("USER01")
+    users[1].login("USER02")
+    for i, (user, data) in enumerate(stream, 1):
+        users[user].send(data)
+        assert wait_stat(srv, "messages_in", i) == i   # one at a time: a fixed interleaving
+    srv.stop()
+    for c in users:
+        assert c.closed()
+        c.close()
+    stats = srv.stats()
+    return bytes(users[0].raw), bytes(users[1].raw), stats
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_twins_agree_on_random_streams(seed: int) -> None:
+    stream = random_stream(seed, 250)
+    naive, optimized = transcript("naive", stream), transcript("optimized", stream)
+    assert naive[0] == optimized[0]
+    assert naive[1] == optimized[1]
+    assert naive[2] == optimized[2]
+    assert naive[2]["messages_out"] > 100 and naive[2]["rejected"] > 0
