@@ -671,3 +671,40 @@ def test_twins_agree_on_random_streams(seed: int) -> None:
     assert naive[1] == optimized[1]
     assert naive[2] == optimized[2]
     assert naive[2]["messages_out"] > 100 and naive[2]["rejected"] > 0
+
+
+# ------------------------------------------------------- the command line, the load
+
+def test_serve_and_load_commands(impl: str) -> None:
+    """`twinmatch serve` in a process of its own, driven by `twinmatch load` (both modes)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "twinmatch", "serve", "--impl", impl,
+                             "--load-users", "4"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert "order entry on 127.0.0.1:" in line, line
+        port = int(line.rsplit(":", 1)[1])
+        from twinmatch.load import run_load
+        closed = run_load(port, sessions=2, requests=300, mode="closed", window=4,
+                          timeout=30)
+        opened = run_load(port, sessions=2, requests=300, mode="open", rate=2000,
+                          timeout=30, first_user=3)
+        for r in (closed, opened):
+            s = r.summary()
+            assert s["acks"] == 300 and s["unanswered"] == 0
+            assert s["p50_us"] <= s["p99.99_us"] <= s["max_us"]
+    finally:
+        proc.send_signal(2)
+        out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0
+    stats = json.loads(out.strip().splitlines()[-1])
+    assert stats["messages_in"] == 600 and stats["logins"] == 4
+
+
+def test_load_refuses_bad_arguments() -> None:
+    from twinmatch.load import run_load
+    with pytest.raises(ValueError, match="mode"):
+        run_load(1, mode="sideways")
