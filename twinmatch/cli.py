@@ -583,7 +583,8 @@ def load_cmd(args: argparse.Namespace) -> int:
         result = run_load(args.port, sessions=args.sessions, requests=args.requests,
                           mode=args.mode, rate=args.rate, window=args.window,
                           cancel_share=args.cancel, replace_share=args.replace,
-                          seed=args.seed, timeout=args.timeout, first_user=args.first_user)
+                          seed=args.seed, timeout=args.timeout, first_user=args.first_user,
+                          pace=args.pace)
     except (OSError, ValueError) as exc:
         return _bad_argument("load", exc)
     summary = result.summary()
@@ -616,6 +617,8 @@ def _add_entry_parsers(sub: Any) -> None:
     ld.add_argument("--seed", type=int, default=1)
     ld.add_argument("--timeout", type=float, default=60.0, help="seconds, at most")
     ld.add_argument("--first-user", type=int, default=1, help="sessions log in from L<N>")
+    ld.add_argument("--pace", action="store_true",
+                    help="closed loop: also hold each request to the --rate schedule")
     ld.add_argument("--json", action="store_true")
     ld.set_defaults(func=load_cmd)
 

@@ -143,8 +143,12 @@ def _answer_key(msg: bytes) -> tuple[bytes, int] | None:
 def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "closed",
              rate: float = 10_000.0, window: int = 1, cancel_share: float = 0.1,
              replace_share: float = 0.05, seed: int = 1, timeout: float = 60.0,
-             first_user: int = 1) -> LoadResult:
-    """Send ``requests`` in all over ``sessions`` sessions; every wait bounded by timeout."""
+             first_user: int = 1, pace: bool = False) -> LoadResult:
+    """Send ``requests`` in all over ``sessions`` sessions; every wait bounded by timeout.
+
+    ``pace`` (closed loop): also hold each request until its place in the ``rate``
+    schedule, so both modes offer the same rate; latency still runs from the actual send.
+    """
     if mode not in ("closed", "open"):
         raise ValueError("mode must be 'closed' or 'open'")
     if sessions < 1 or requests < 1 or window < 1 or rate <= 0:
@@ -181,7 +185,8 @@ def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "
             break
         if mode == "closed":
             for s in ss:
-                while s.logged_in and sent < requests and len(s.pending) < window:
+                while (s.logged_in and sent < requests and len(s.pending) < window
+                       and (not pace or t0 + sent * interval <= now)):
                     send(s, now)
         else:
             while sent < requests and t0 + next_index * interval <= now:
@@ -200,8 +205,12 @@ def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "
                     del s.out[:n]
                 except BlockingIOError:
                     pass
-        if mode == "open" and sent < requests:
-            wait = max(0.0, (t0 + next_index * interval - time.perf_counter_ns()) / 1e9)
+        if (mode == "open" or pace) and sent < requests:
+            # epoll waits in whole milliseconds: within 1 ms of the next send, poll
+            # without waiting (a busy loop), so no request goes out late by the rounding.
+            due = next_index if mode == "open" else sent
+            wait = (t0 + due * interval - time.perf_counter_ns()) / 1e9
+            wait = 0.0 if wait < 0.001 else wait - 0.001
         else:
             wait = 0.01
         for key_, _ in sel.select(min(wait, 0.01)):
