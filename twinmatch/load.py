@@ -183,6 +183,7 @@ def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "
         now = time.perf_counter_ns()
         if time.monotonic() > deadline:
             break
+        # --8<-- [start:schedule]
         if mode == "closed":
             for s in ss:
                 while (s.logged_in and sent < requests and len(s.pending) < window
@@ -198,6 +199,7 @@ def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "
                     late += 1
                 send(s, scheduled)       # charged from its schedule, not from now
                 next_index += 1
+        # --8<-- [end:schedule]
         for s in ss:
             if s.out:
                 try:
