@@ -492,6 +492,7 @@ class Server:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
 
     def stats(self) -> dict[str, int]:
         return dict(self.exchange.stats)
@@ -571,11 +572,17 @@ class Server:
     def start(self) -> int:
         """Serve in a background thread; returns the bound port (bounded: 10 s)."""
         def run() -> None:
-            asyncio.run(self._main())
+            try:
+                asyncio.run(self._main())
+            except BaseException as exc:  # a port in use, say: start() raises it
+                self._error = exc
+                self._ready.set()
         self._thread = threading.Thread(target=run, name="naive-entry", daemon=True)
         self._thread.start()
         if not self._ready.wait(10):
             raise RuntimeError("naive entry server did not start in 10 s")
+        if self._error is not None:
+            raise self._error
         return self.port
 
     async def _main(self) -> None:

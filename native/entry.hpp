@@ -146,6 +146,7 @@ struct Order {          // a live order as its owner sees it
     std::uint16_t locate;
     char side, tif, display, capacity, ise, cross;
     char clordid[14];
+    bool live;          // false once forgotten: a slot goes back to the free list once
 };
 
 struct UserLog {
@@ -288,6 +289,8 @@ private:
     }
     void forget(std::uint32_t i) {
         Order& o = orders_[i];
+        if (!o.live) return;
+        o.live = false;
         UserLog& l = logs_[o.user];
         const std::uint32_t* at = l.live.find(o.urn);
         if (at != nullptr && *at == i) l.live.erase(o.urn);
@@ -347,7 +350,7 @@ private:
         const std::uint32_t i = new_slot(ref);
         Order& o = orders_[i];
         o = Order{ref, u, urn, std::uint32_t(price), qty, 0, std::uint16_t(locate), char(m[5]),
-                  char(m[26]), char(m[27]), char(m[28]), char(m[29]), char(m[30]), {}};
+                  char(m[26]), char(m[27]), char(m[28]), char(m[29]), char(m[30]), {}, true};
         std::memcpy(o.clordid, m + 31, 14);
         std::uint8_t* p = head('A', ts);
         std::memcpy(p + 9, m + 1, 5);          // UserRefNum, Side

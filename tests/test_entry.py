@@ -708,3 +708,21 @@ def test_load_refuses_bad_arguments() -> None:
     from twinmatch.load import run_load
     with pytest.raises(ValueError, match="mode"):
         run_load(1, mode="sideways")
+
+
+def test_serve_on_a_port_in_use(impl: str) -> None:
+    import subprocess
+    import sys
+
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen(1)
+    try:
+        port = busy.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "twinmatch", "serve", "--impl", impl,
+                               "--port", str(port)], capture_output=True, text=True,
+                              timeout=30, check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert "twinmatch serve: error:" in proc.stderr
+    finally:
+        busy.close()

@@ -555,16 +555,19 @@ def serve_cmd(args: argparse.Namespace) -> int:
         cfg.check()
     except (OSError, ValueError) as exc:
         return _bad_argument("serve", exc)
-    if args.impl == "naive":
-        from naive.entry import Server
-        server: Any = Server(cfg, args.port)
-    else:
-        from optimized.entry import Server as OptimizedServer
-        server = OptimizedServer(cfg, args.port)
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
-    port = server.start()
+    try:
+        if args.impl == "naive":
+            from naive.entry import Server
+            server: Any = Server(cfg, args.port)
+        else:
+            from optimized.entry import Server as OptimizedServer
+            server = OptimizedServer(cfg, args.port)
+        port = server.start()
+    except (OSError, RuntimeError) as exc:
+        return _bad_argument("serve", exc)
     print(f"twinmatch serve: {args.impl} order entry on 127.0.0.1:{port}", flush=True)
     while not done.wait(0.2):
         pass
