@@ -122,8 +122,8 @@ class EntryConfig:
         for name in ("heartbeat_ms", "idle_timeout_ms", "login_timeout_ms"):
             if not 10 <= getattr(self, name) <= 3_600_000:
                 raise ValueError(f"{name}: 10..3600000")
-        if not 1 <= self.max_sessions <= 4096:
-            raise ValueError("max_sessions: 1..4096")
+        if not 1 <= self.max_sessions <= 1024:
+            raise ValueError("max_sessions: 1..1024")
         if not 4096 <= self.out_limit <= 1 << 30:
             raise ValueError("out_limit: 4096..2**30")
         if not 0 <= self.sndbuf <= 1 << 26:

@@ -248,7 +248,7 @@ private:
     }
     void system_event(std::uint32_t u, std::uint64_t ts, char code) {
         head('S', ts)[9] = std::uint8_t(code);
-        emit(u, 10);
+        emit(u, kSystemEvent);
     }
     void rejected(std::uint32_t u, std::uint64_t ts, std::uint32_t urn, std::uint16_t reason,
                   const std::uint8_t* clordid) {
@@ -257,14 +257,14 @@ private:
         put32(p + 9, urn);
         put16(p + 13, reason);
         std::memcpy(p + 15, clordid, 14);
-        emit(u, 29);
+        emit(u, kRejected);
     }
     void canceled(const Order& o, std::uint32_t qty, char reason, std::uint64_t ts) {
         std::uint8_t* p = head('C', ts);
         put32(p + 9, o.urn);
         put32(p + 13, qty);
         p[17] = std::uint8_t(reason);
-        emit(o.user, 18);
+        emit(o.user, kCanceled);
     }
     void executed(Order& o, const FillRecord& f, char flag, std::uint64_t match, std::uint64_t ts) {
         o.executed += f.qty;
@@ -275,7 +275,7 @@ private:
         p[25] = std::uint8_t(flag);
         put64(p + 26, match);
         put16(p + 34, 0);
-        emit(o.user, 36);
+        emit(o.user, kExecuted);
     }
 
     std::uint32_t slot_of(std::uint64_t ref) const { return ref_slot_[ref]; }
@@ -361,7 +361,7 @@ private:
         p[47] = 'L';
         std::memcpy(p + 48, m + 31, 14);
         put16(p + 62, 0);
-        emit(u, 64);
+        emit(u, kAccepted);
         l.live.put(urn, i);
         const bool market = price == kMarketCross || price == kMarket;
         run('A', o, 0, market ? 0 : std::uint32_t(price), qty);  // price 0: sweeps, never rests
@@ -444,7 +444,7 @@ private:
         p[51] = 'L';
         std::memcpy(p + 52, o.clordid, 14);
         put16(p + 66, 0);
-        emit(u, 68);
+        emit(u, kReplaced);
         settle(i, ts);
         after_match(i, 0, ts);
     }
@@ -487,7 +487,7 @@ private:
         put32(p + 9, urn);
         p[13] = std::uint8_t(side);
         put32(p + 14, left);
-        emit(u, 18);
+        emit(u, kModified);
     }
     void mass_cancel(std::uint32_t u, const std::uint8_t* m, std::uint64_t ts) {
         const std::uint32_t urn = get32(m + 1);
@@ -507,7 +507,7 @@ private:
         put32(p + 9, urn);
         std::memcpy(p + 13, m + 5, 12);   // Firm, Symbol
         put16(p + 25, 0);
-        emit(u, 27);
+        emit(u, kMassCancelResponse);
     }
 
     Config cfg_;
@@ -520,13 +520,19 @@ private:
     std::vector<std::uint32_t> scratch_urns_;
     std::uint64_t next_ref_ = 1, next_match_ = 1, handled_ = 0;
     std::uint8_t scratch_[128];              // the outbound message being built
+    // The outbound sizes this exchange writes (contract/ouch.py; the test checks them
+    // against the spec's table): the largest, Order Replaced, fits the scratch buffer.
+    static constexpr std::size_t kSystemEvent = 10, kAccepted = 64, kReplaced = 68,
+                                 kCanceled = 18, kExecuted = 36, kRejected = 29, kModified = 18,
+                                 kMassCancelResponse = 27;
+    static_assert(kReplaced <= sizeof(scratch_) && kAccepted <= sizeof(scratch_));
 };
 
 // --8<-- [start:session]
 struct Session {
     int fd = -1;
     std::int32_t user = -1;                  // -1 until logged in
-    std::uint8_t in[1 << 16];                // received bytes not yet a whole packet, + room
+    std::uint8_t in[1 << 13];                // received bytes: at most one partial packet + room
     std::size_t have = 0;
     std::uint8_t ctrl[64];                   // session packets (A J H Z) not yet written
     std::size_t ctrl_len = 0, ctrl_off = 0;
@@ -536,6 +542,10 @@ struct Session {
     bool closing = false;                    // close once ctrl is written (after a J)
     bool want_out = false;                   // EPOLLOUT asked for (the kernel was full)
 };
+// The input buffer holds a partial packet (at most 1 + kMaxPacket bytes) and still has
+// room to receive into; the session packets queued at once (A 33, J 4, H 3, Z 3) fit ctrl.
+static_assert(sizeof(Session::in) >= 2 * (2 + kMaxPacket));
+static_assert(sizeof(Session::ctrl) >= 33 + 3 + 3);
 // --8<-- [end:session]
 
 inline std::int64_t now_ms() {
