@@ -180,16 +180,19 @@ class Framer:
     def feed(self, data: bytes) -> list[bytes]:
         """Add bytes; return every packet now complete (type byte + payload, no length)."""
         self._buf += data
-        packets = []
-        while len(self._buf) >= 2:
-            length = int.from_bytes(self._buf[:2], "big")
+        buf, at, packets = self._buf, 0, []
+        while len(buf) - at >= 2:
+            length = int.from_bytes(buf[at:at + 2], "big")
             if length == 0 or length > self.max_packet:
+                del buf[:at]        # what came before was whole packets, delivered
+                self._consumed += at
                 raise FrameError(length, self._consumed)
-            if len(self._buf) < 2 + length:
+            if len(buf) - at < 2 + length:
                 break               # a partial packet: wait for the rest
-            packets.append(bytes(self._buf[2:2 + length]))
-            del self._buf[:2 + length]
-            self._consumed += 2 + length
+            packets.append(bytes(buf[at + 2:at + 2 + length]))
+            at += 2 + length
+        del buf[:at]                # once per call, not once per packet
+        self._consumed += at
         return packets
 
     @property
