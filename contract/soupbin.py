@@ -40,6 +40,7 @@ LOGOUT_REQUEST: Final = b"O"
 
 LOGIN_LENGTH: Final = 47           # Packet Length of a 3.00/4.00 Login Request
 LOGIN_410_LENGTH: Final = 52       # 4.10 adds a 5-byte Heartbeat Timeout (ms)
+# Which of the two NASDAQ's OUCH 5.0 ports expect is UNVERIFIED: the servers take both.
 ACCEPTED_LENGTH: Final = 31        # Login Accepted: Session a10 + Sequence Number n20
 REJECT_NOT_AUTHORIZED: Final = b"A"
 REJECT_SESSION_UNAVAILABLE: Final = b"S"
@@ -229,7 +230,12 @@ def _decimal(raw: bytes) -> int | None:
 
 
 def parse_login(packet: bytes) -> Login:
-    """A Login Request packet (type byte + payload, 47 or 52 bytes long)."""
+    """A Login Request packet (type byte + payload, 47 or 52 bytes long).
+
+    The padding of Requested Session, Requested Sequence Number and Heartbeat Timeout is
+    UNVERIFIED (the spec is silent; implementations right-justify): numbers are read with
+    spaces stripped on both sides, so either justification is accepted.
+    """
     hb = _decimal(packet[47:52]) if len(packet) == LOGIN_410_LENGTH else None
     return Login(packet[1:7].decode("latin-1").strip(" ").upper(),
                  packet[7:17].decode("latin-1").strip(" ").upper(),

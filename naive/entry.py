@@ -157,6 +157,7 @@ class Exchange:
         if urn <= u.last_urn:
             return self._ignored()   # "assumed to be a retransmission" (spec §2.2)
         u.last_urn = urn             # accepted or rejected, the UserRefNum is used
+        # (gaps are allowed here: whether NASDAQ allows them is UNVERIFIED)
         reason = self._enter_problem(side, qty, symbol, price, tif, display, ise, cross)
         if reason:
             self.stats["rejected"] += 1

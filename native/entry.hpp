@@ -342,6 +342,7 @@ private:
         UserLog& l = logs_[u];
         if (urn <= l.last_urn) return bump(Ignored);  // "assumed to be a retransmission"
         l.last_urn = urn;                             // accepted or rejected, it is used
+        // (gaps are allowed here: whether NASDAQ allows them is UNVERIFIED)
         const std::int32_t locate = locate_of(m + 10);
         if (const std::uint16_t r = enter_problem(char(m[5]), qty, locate, price, char(m[26]),
                                                   char(m[27]), char(m[29]), char(m[30])))
