@@ -578,7 +578,7 @@ def entry_latency_records(data: dict[str, Any]) -> list[dict[str, Any]]:
         if raw.get("group") == "order_entry" and isinstance(info.get("latency"), dict):
             impl = (raw.get("params") or {}).get("impl", "?")
             out.append({"impl": impl, **info["latency"], "includes": info.get("includes", "")})
-    return sorted(out, key=lambda r: (r["impl"], r["mode"]))
+    return sorted(out, key=lambda r: (r["impl"], r.get("stall_ms", 0), r["mode"]))
 
 
 def entry_latency_html(records: list[dict[str, Any]], label: str) -> str:
@@ -588,12 +588,15 @@ def entry_latency_html(records: list[dict[str, Any]], label: str) -> str:
              "<caption>Order-to-ack latency (µs) at a fixed offered rate: open loop charged "
              "from the scheduled send (coordinated omission corrected), closed loop from "
              "the actual send.</caption>",
-             f"<thead><tr><th>server</th><th>mode</th>{head}<th>acks/s</th></tr></thead>",
+             f"<thead><tr><th>server</th><th>stall</th><th>mode</th>{head}<th>acks/s</th>"
+             "</tr></thead>",
              "<tbody>"]
     for r in records:
         cells = "".join(f"<td>{e(str(r.get(p)))}</td>" for p in ENTRY_PERCENTILES)
-        lines.append(f'<tr><th scope="row">{e(str(r["impl"]))}</th><td>{e(str(r["mode"]))}'
-                     f"</td>{cells}<td>{e(str(r.get('acks_per_s')))}</td></tr>")
+        stall = f"{r.get('stall_ms', 0)} ms"
+        lines.append(f'<tr><th scope="row">{e(str(r["impl"]))}</th><td>{e(stall)}</td>'
+                     f"<td>{e(str(r['mode']))}</td>{cells}"
+                     f"<td>{e(str(r.get('acks_per_s')))}</td></tr>")
     lines.append("</tbody></table>")
     notes = [e(t) for t in dict.fromkeys(str(r["includes"]) for r in records) if t]
     notes.append(f"Measured on: {e(label)}")
@@ -605,7 +608,8 @@ def entry_latency_numbers(records: list[dict[str, Any]]) -> dict[str, str]:
     out: dict[str, str] = {}
     for r in records:
         for p in ENTRY_PERCENTILES:
-            key = f"order-entry-{r['impl']}-{r['mode']}-{p.removesuffix('_us')}"
+            stall = f"-stall{r['stall_ms']}" if r.get("stall_ms") else ""
+            key = f"order-entry-{r['impl']}{stall}-{r['mode']}-{p.removesuffix('_us')}"
             out[key] = f"{r.get(p)} µs"
     return out
 

@@ -128,6 +128,23 @@ def _far(side: bytes, rng: random.Random) -> int:
     return _PRICE - offset if side == b"B" else _PRICE + offset
 
 
+def _await_logins(ss: list[_Session], sel: selectors.BaseSelector, deadline: float) -> None:
+    """Read until every session has its Login Accepted (bounded by the deadline)."""
+    while not all(s.logged_in for s in ss):
+        if time.monotonic() > deadline:
+            raise TimeoutError("load: the sessions did not all log in in time")
+        for key, _ in sel.select(0.05):
+            s = key.data
+            data = s.sock.recv(1 << 16)
+            if not data:
+                raise ConnectionError(f"load: the server closed {s.user}'s session")
+            for packet in s.framer.feed(data):
+                if packet[:1] == b"A":
+                    s.logged_in = True
+                elif packet[:1] == b"J":
+                    raise ConnectionError(f"load: login of {s.user} rejected: {packet!r}")
+
+
 def _answer_key(msg: bytes) -> tuple[bytes, int] | None:
     """Which request an outbound OUCH message acknowledges, if any."""
     kind = msg[:1]
@@ -168,6 +185,7 @@ def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "
     latencies: list[int] = []
     sent = acks = late = 0
     deadline = time.monotonic() + timeout
+    _await_logins(ss, sel, deadline)   # the schedule starts when every session is in
     t0 = time.perf_counter_ns()
     interval = 1e9 / rate
     next_index = 0           # open loop: the next scheduled request

@@ -13,8 +13,10 @@ sequenced log. It is not the engine alone (chapters 5 and 6 measure that).
   saturation, in both modes: open loop (fixed schedule, latency from the scheduled send:
   coordinated omission corrected) and closed loop (the same schedule, but one request
   outstanding per session and latency from the actual send: a stall delays the requests
-  behind it, and they are timed from when they finally went out). Percentiles in
-  extra_info["latency"].
+  behind it, and they are timed from when they finally went out). Each also runs with
+  the server process frozen (SIGSTOP) for STALL_MS a third of the way in: the open loop
+  charges the stall to every request it delayed, the closed loop to a handful. Percentiles
+  in extra_info["latency"].
 * ``paired``: the chapter's target, optimized vs naive server acks/s at saturation,
   interleaved (tests/bench/paired.py). The client is the same Python for both, so the
   ratio is a lower bound on what the servers differ by when the client is the bottleneck.
@@ -23,9 +25,12 @@ sequenced log. It is not the engine alone (chapters 5 and 6 measure that).
 from __future__ import annotations
 
 import itertools
+import os
 import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -40,6 +45,7 @@ WINDOW = 32
 SAT_REQUESTS = 2_000 if SMALL else 20_000
 RATE = 2_000.0
 LAT_REQUESTS = 1_000 if SMALL else 6_000
+STALL_MS = 50
 USERS = 400
 IMPLS = ("naive", "optimized")
 
@@ -107,21 +113,44 @@ def test_saturation(benchmark: Any, servers: dict[str, Served], impl: str) -> No
                        warmup_rounds=0)
 
 
+def stall(proc: subprocess.Popen[str], after_s: float, ms: int) -> threading.Thread:
+    """Freeze the server process (SIGSTOP) for ``ms`` after ``after_s`` seconds: a
+    stand-in for a garbage collection, a page fault storm, a descheduled thread."""
+    def run() -> None:
+        time.sleep(after_s)
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            time.sleep(ms / 1000)
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
 @pytest.mark.benchmark(group="order_entry")
+@pytest.mark.parametrize("stall_ms", [0, STALL_MS])
 @pytest.mark.parametrize("mode", ["open", "closed"])
 @pytest.mark.parametrize("impl", IMPLS)
-def test_latency(benchmark: Any, servers: dict[str, Served], impl: str, mode: str) -> None:
+def test_latency(benchmark: Any, servers: dict[str, Served], impl: str, mode: str,
+                 stall_ms: int) -> None:
     s = servers[impl]
     results: list[LoadResult] = []
 
     def run() -> None:
-        results.append(s.load(requests=LAT_REQUESTS, mode=mode, rate=RATE, window=1,
-                              pace=True))
+        staller = stall(s.proc, LAT_REQUESTS / RATE / 3, stall_ms) if stall_ms else None
+        try:
+            results.append(s.load(requests=LAT_REQUESTS, mode=mode, rate=RATE, window=1,
+                                  pace=True))
+        finally:
+            if staller is not None:
+                staller.join(10)
 
     benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
-    summary = results[-1].summary()
+    summary = {**results[-1].summary(), "stall_ms": stall_ms}
     benchmark.extra_info.update({"ops": LAT_REQUESTS, "includes": INCLUDES["latency"],
-                                 "workload": f"latency-{mode}", "latency": summary})
+                                 "workload": f"latency-{mode}-stall-{stall_ms}",
+                                 "latency": summary})
 
 
 @pytest.mark.benchmark(group="order_entry")
