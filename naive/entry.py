@@ -333,6 +333,7 @@ class _Session:
         self.ex = server.exchange
         self.reader, self.writer = reader, writer
         self.framer = sb.Framer()
+        self.reading: asyncio.Future[bytes] | None = None   # the read in progress
         self.user: int | None = None
         self.sent = 0                        # log entries already written
         self.written = 0                     # bytes handed to asyncio
@@ -397,13 +398,20 @@ class _Session:
             self.server.drop(self, abort=False)
 
     async def _read(self) -> bytes:
-        """The next bytes; meanwhile, every 10 ms, the timers and the rest of the log."""
+        """The next bytes; meanwhile, every 10 ms, the timers and the rest of the log.
+
+        The read is one task that the 10 ms timeout never cancels (``asyncio.wait``,
+        not ``wait_for``): no bytes it has already taken off the stream can be lost
+        with a cancelled read.
+        """
         while True:
             self.timers()
-            try:
-                return await asyncio.wait_for(self.reader.read(65536), 0.01)
-            except TimeoutError:
-                continue
+            if self.reading is None:
+                self.reading = asyncio.ensure_future(self.reader.read(65536))
+            done, _ = await asyncio.wait({self.reading}, timeout=0.01)
+            if done:
+                task, self.reading = self.reading, None
+                return task.result()
 
     def timers(self) -> None:
         now = time.monotonic()
@@ -538,7 +546,10 @@ class Server:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, ex.config.sndbuf)
         session = _Session(self, reader, writer)
         self.sessions.add(session)
-        await session.run()
+        try:
+            await session.run()
+        except asyncio.CancelledError:
+            pass                     # the server is stopping: the session is over
 
     async def serve(self) -> None:
         """Listen on 127.0.0.1 until stop(): then End of Day, End of Session, close."""

@@ -611,17 +611,21 @@ if __name__ == "__main__":  # pragma: no cover
 
 # ------------------------------------------------------ differential, seeded streams
 
-def random_stream(seed: int, n: int) -> list[tuple[int, bytes]]:
-    """n framed OUCH messages from two users (user index, bytes): mostly valid, some stale
-    UserRefNums, bad fields, unknown references, over a narrow band of prices."""
+def random_stream(seed: int, n: int, users: int = 2,
+                  wide: bool = False) -> list[tuple[int, bytes]]:
+    """n framed OUCH messages from ``users`` users (user index, bytes): mostly valid, some
+    stale UserRefNums, bad fields, unknown references, over a narrow band of prices (or,
+    ``wide``, buys mostly below sells: many orders rest)."""
     import random
     rng = random.Random(seed)
-    urn = [0, 0]
+    urn = [0] * users
     out = []
     for _ in range(n):
-        user = rng.randrange(2)
+        user = rng.randrange(users)
         roll = rng.random()
         price = 1_000_000 + 100 * rng.randrange(-5, 6)
+        if wide:
+            price = 1_000_000 + 100 * rng.randrange(1, 200) * rng.choice((-1, 1))
         old = rng.randrange(1, urn[user] + 2)
         if roll < 0.5:
             urn[user] += rng.choice((1, 1, 1, 2))
@@ -630,6 +634,8 @@ def random_stream(seed: int, n: int) -> list[tuple[int, bytes]]:
             tif = rng.choice((b"0", b"0", b"3", b"9"))
             sym = rng.choice((b"AAPL", b"MSFT", b"ZZZZ"))
             px = rng.choice((price, price, ouch.PRICE_MARKET_CROSS, 0))
+            if wide and rng.random() < 0.9:    # mostly good orders, most of them rest
+                side, qty, tif, sym, px = rng.choice((b"B", b"S")), 100, b"0", b"AAPL", price
             u = urn[user] if rng.random() > 0.05 else max(urn[user] - 1, 0)
             out.append((user, enter(u, side, qty, px, symbol=sym, tif=tif)))
         elif roll < 0.65:
@@ -639,7 +645,7 @@ def random_stream(seed: int, n: int) -> list[tuple[int, bytes]]:
             out.append((user, replace(old, urn[user], rng.choice((50, 300, 0)), price)))
         elif roll < 0.95:
             out.append((user, modify(old, rng.choice((b"S", b"T", b"B")), rng.choice((0, 20)))))
-        else:
+        elif not wide or rng.random() < 0.05:
             urn[user] += 1
             out.append((user, mass_cancel(urn[user], rng.choice((b"", b"AAPL")))))
     return out
@@ -726,3 +732,24 @@ def test_serve_on_a_port_in_use(impl: str) -> None:
         assert "twinmatch serve: error:" in proc.stderr
     finally:
         busy.close()
+
+
+def test_twins_agree_on_one_long_session() -> None:
+    """One user, about 3,000 seeded messages sent at once (one connection keeps their order
+    without waiting): hundreds of live orders, so the C++ twin's UserRefNum table grows
+    and deletes many times; identical bytes and stats."""
+    messages = random_stream(7, 3000, users=1, wide=True)
+    stream = b"".join(data for _, data in messages)
+    out = []
+    for impl in IMPLS:
+        srv = server_class(impl)(config())
+        c = Client(srv.start())
+        c.login()
+        c.send(stream)
+        assert wait_stat(srv, "messages_in", len(messages)) == len(messages)
+        srv.stop()
+        assert c.closed()
+        c.close()
+        out.append((bytes(c.raw), srv.stats()))
+    assert out[0][0] == out[1][0]
+    assert out[0][1] == out[1][1]
