@@ -753,3 +753,25 @@ def test_twins_agree_on_one_long_session() -> None:
         out.append((bytes(c.raw), srv.stats()))
     assert out[0][0] == out[1][0]
     assert out[0][1] == out[1][1]
+
+
+@pytest.mark.timeout(240)
+def test_exchange_under_sanitizers(tmp_path: Path) -> None:
+    """native/entry.hpp's Exchange on random messages, built with ASan + UBSan."""
+    import shutil
+    import subprocess
+
+    cxx = shutil.which("g++")
+    if cxx is None:
+        pytest.skip("no g++ to build the sanitizer harness")
+    root = Path(__file__).resolve().parent.parent
+    exe = tmp_path / "entry_fuzz"
+    subprocess.run([cxx, "-std=c++20", "-O1", "-g", "-fsanitize=address,undefined",
+                    "-fno-sanitize-recover=undefined", "-I", str(root / "native"),
+                    str(root / "tests" / "native" / "entry_fuzz.cpp"), "-o", str(exe)],
+                   check=True, timeout=200)
+    for seed in (1, 2):
+        proc = subprocess.run([str(exe), "200000", str(seed)], capture_output=True,
+                              text=True, timeout=60, check=False)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert proc.stdout.startswith("ok ")
