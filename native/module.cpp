@@ -19,6 +19,7 @@ void register_feed(nb::module_& m);        // chapter 13: the live feed receiver
 void register_tables(nb::module_& m);      // chapter 14: research tables
 void register_layouts(nb::module_& m);     // chapter 8: book layouts compared
 void register_shard(nb::module_& m);       // chapter 10: sharding by symbol
+void register_entry(nb::module_& m);       // chapter 12: the order-entry server
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -39,4 +40,5 @@ NB_MODULE(_native, m) {
     register_tables(m);
     register_layouts(m);
     register_shard(m);
+    register_entry(m);
 }

@@ -1590,3 +1590,31 @@ class Shard:
     def live_orders(self, worker: int) -> int: ...
     def stats(self) -> dict[str, Any]:
         """The writer's and each worker's counts, after run()."""
+
+class EntryServerCore:
+    """Chapter 12's order-entry server (native/entry.hpp): one thread, epoll"""
+
+    def __init__(
+        self,
+        users: Sequence[str],
+        passwords: Sequence[str],
+        symbols: Sequence[str],
+        session: str,
+        heartbeat_ms: int,
+        idle_timeout_ms: int,
+        login_timeout_ms: int,
+        max_sessions: int,
+        out_limit: int,
+        fixed_clock: bool,
+        sndbuf: int,
+        port: int,
+    ) -> None: ...
+    @property
+    def port(self) -> int: ...
+    def run(self) -> None:
+        """The event loop, until stop() (GIL released)"""
+
+    def stop(self) -> None:
+        """Ask run() to end (any thread)"""
+
+    def stats(self) -> list[int]: ...

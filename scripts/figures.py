@@ -690,6 +690,56 @@ def live_feed_table_html(records: list[dict[str, Any]], label: str) -> str:
     return "\n".join(lines)
 
 
+# ---------------------------------------------------------- order entry (chapter 12)
+# The latency benchmarks of group "order_entry" keep their percentiles in
+# extra_info["latency"]: one table, order-entry-latency-table.md, and numbers
+# order-entry-<impl>-<mode>-<percentile> for the chapter's prose.
+ENTRY_PERCENTILES = ("p50_us", "p90_us", "p99_us", "p99.9_us", "p99.99_us", "max_us")
+
+
+def entry_latency_records(data: dict[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for raw in data.get("benchmarks", []):
+        info = raw.get("extra_info") or {}
+        if raw.get("group") == "order_entry" and isinstance(info.get("latency"), dict):
+            impl = (raw.get("params") or {}).get("impl", "?")
+            out.append({"impl": impl, **info["latency"], "includes": info.get("includes", "")})
+    return sorted(out, key=lambda r: (r["impl"], r.get("stall_ms", 0), r["mode"]))
+
+
+def entry_latency_html(records: list[dict[str, Any]], label: str) -> str:
+    e = html.escape
+    head = "".join(f"<th>{e(p.removesuffix('_us'))}</th>" for p in ENTRY_PERCENTILES)
+    lines = ['<div class="tm-bench" data-group="order-entry-latency">', "<table>",
+             "<caption>Order-to-ack latency (µs) at a fixed offered rate: open loop charged "
+             "from the scheduled send (coordinated omission corrected), closed loop from "
+             "the actual send.</caption>",
+             f"<thead><tr><th>server</th><th>stall</th><th>mode</th>{head}<th>acks/s</th>"
+             "</tr></thead>",
+             "<tbody>"]
+    for r in records:
+        cells = "".join(f"<td>{e(str(r.get(p)))}</td>" for p in ENTRY_PERCENTILES)
+        stall = f"{r.get('stall_ms', 0)} ms"
+        lines.append(f'<tr><th scope="row">{e(str(r["impl"]))}</th><td>{e(stall)}</td>'
+                     f"<td>{e(str(r['mode']))}</td>{cells}"
+                     f"<td>{e(str(r.get('acks_per_s')))}</td></tr>")
+    lines.append("</tbody></table>")
+    notes = [e(t) for t in dict.fromkeys(str(r["includes"]) for r in records) if t]
+    notes.append(f"Measured on: {e(label)}")
+    lines += ['<p class="tm-bench-note">' + "<br>".join(notes) + "</p>", "</div>", ""]
+    return "\n".join(lines)
+
+
+def entry_latency_numbers(records: list[dict[str, Any]]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for r in records:
+        for p in ENTRY_PERCENTILES:
+            stall = f"-stall{r['stall_ms']}" if r.get("stall_ms") else ""
+            key = f"order-entry-{r['impl']}{stall}-{r['mode']}-{p.removesuffix('_us')}"
+            out[key] = f"{r.get(p)} µs"
+    return out
+
+
 # ---------------------------------------------------------------------------- plots
 
 
@@ -957,6 +1007,10 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
     feed_runs = live_feed_records(data)
     if feed_runs:
         write("live-feed-runs-table.md", live_feed_table_html(feed_runs, label))
+    entry = entry_latency_records(data)
+    if entry:
+        write("order-entry-latency-table.md", entry_latency_html(entry, label))
+        extra_numbers.update(entry_latency_numbers(entry))
     for group in sorted(want.tables):
         if f"{group}-table.md" not in written:
             write(f"{group}-table.md", missing_table_html(group, source))

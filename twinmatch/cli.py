@@ -568,6 +568,95 @@ def _add_journal_parser(sub: Any) -> None:
     run.set_defaults(func=journal_run)
 
 
+def serve_cmd(args: argparse.Namespace) -> int:
+    """Chapter 12: an order-entry server on 127.0.0.1 until SIGINT or SIGTERM."""
+    import json
+    import signal
+    import threading
+
+    from contract.soupbin import EntryConfig
+    from twinmatch.load import load_users
+
+    try:
+        cfg = EntryConfig.load(args.config) if args.config else EntryConfig()
+        if args.load_users:
+            cfg.users = {**cfg.users, **load_users(args.load_users)}
+        if args.clock:
+            cfg.clock = args.clock
+        cfg.check()
+    except (OSError, ValueError) as exc:
+        return _bad_argument("serve", exc)
+    done = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: done.set())
+    try:
+        if args.impl == "naive":
+            from naive.entry import Server
+            server: Any = Server(cfg, args.port)
+        else:
+            from optimized.entry import Server as OptimizedServer
+            server = OptimizedServer(cfg, args.port)
+        port = server.start()
+    except (OSError, RuntimeError) as exc:
+        return _bad_argument("serve", exc)
+    print(f"twinmatch serve: {args.impl} order entry on 127.0.0.1:{port}", flush=True)
+    while not done.wait(0.2):
+        pass
+    server.stop()
+    print(json.dumps(server.stats()), flush=True)
+    return 0
+
+
+def load_cmd(args: argparse.Namespace) -> int:
+    """Chapter 12: drive an order-entry server with many sessions; latency and acks/s."""
+    import json
+
+    from twinmatch.load import run_load
+
+    try:
+        result = run_load(args.port, sessions=args.sessions, requests=args.requests,
+                          mode=args.mode, rate=args.rate, window=args.window,
+                          cancel_share=args.cancel, replace_share=args.replace,
+                          seed=args.seed, timeout=args.timeout, first_user=args.first_user,
+                          pace=args.pace)
+    except (OSError, ValueError) as exc:
+        return _bad_argument("load", exc)
+    summary = result.summary()
+    if args.json:
+        print(json.dumps(summary))
+    else:
+        for key, value in summary.items():
+            print(f"{key:>12}: {value}")
+    return 0 if result.unanswered == 0 else 1
+
+
+def _add_entry_parsers(sub: Any) -> None:
+    s = sub.add_parser("serve", help="chapter 12: an order-entry server (SoupBinTCP + OUCH 5.0)")
+    s.add_argument("--impl", choices=["naive", "optimized"], default="optimized")
+    s.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free)")
+    s.add_argument("--config", type=Path, help="TOML: session, timers, symbols, [users]")
+    s.add_argument("--load-users", type=int, default=0, metavar="N",
+                   help="also users L00001..N, password LOAD (for twinmatch load)")
+    s.add_argument("--clock", choices=["wall", "fixed"], help="fixed: deterministic stamps")
+    s.set_defaults(func=serve_cmd)
+    ld = sub.add_parser("load", help="chapter 12: a load client for twinmatch serve")
+    ld.add_argument("--port", type=int, required=True)
+    ld.add_argument("--sessions", type=int, default=4)
+    ld.add_argument("--requests", type=int, default=20_000, help="requests in all")
+    ld.add_argument("--mode", choices=["closed", "open"], default="closed")
+    ld.add_argument("--rate", type=float, default=10_000.0, help="open loop: requests/s")
+    ld.add_argument("--window", type=int, default=1, help="closed loop: outstanding/session")
+    ld.add_argument("--cancel", type=float, default=0.1, help="share of Cancels")
+    ld.add_argument("--replace", type=float, default=0.05, help="share of Replaces")
+    ld.add_argument("--seed", type=int, default=1)
+    ld.add_argument("--timeout", type=float, default=60.0, help="seconds, at most")
+    ld.add_argument("--first-user", type=int, default=1, help="sessions log in from L<N>")
+    ld.add_argument("--pace", action="store_true",
+                    help="closed loop: also hold each request to the --rate schedule")
+    ld.add_argument("--json", action="store_true")
+    ld.set_defaults(func=load_cmd)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="twinmatch", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -639,6 +728,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_feed_parser(sub)
     _add_tables_parsers(sub)
+    _add_entry_parsers(sub)
     return parser
 
 

@@ -1,0 +1,614 @@
+"""Order entry, the readable twin: SoupBinTCP + OUCH 5.0 in front of the matching engine.
+
+Two halves:
+
+* :class:`Exchange` is the protocol's logic and nothing else: it takes one inbound OUCH
+  message from a logged-in user and appends that user's (and, for a fill, the other
+  side's) outbound messages to their **sequenced logs**. Each user has one log for the
+  day; a message's SoupBinTCP sequence number is its place in the log, from 1, and a
+  login asking for sequence ``n`` is answered by replaying the log from ``n``. The engine
+  behind it is chapter 1's :class:`naive.book.Book`, one per symbol: the same rules as the
+  market's match mode.
+* :class:`Server` is asyncio: one coroutine per TCP connection reads, frames, logs in,
+  keeps the heartbeat timers and writes. It binds 127.0.0.1 only.
+
+Every choice the spec leaves open is marked ``(a project choice)`` or UNVERIFIED, in the
+same words as ``native/entry.hpp``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from dataclasses import dataclass
+
+from contract import ouch
+from contract import soupbin as sb
+from contract.soupbin import STAT_KEYS, EntryConfig
+from naive.book import Book, Fill, Side
+
+__all__ = ["Exchange", "Server"]
+
+
+def _now_wall() -> int:
+    """Nanoseconds since midnight UTC (OUCH timestamps are not Unix time)."""
+    return time.time_ns() % 86_400_000_000_000
+
+
+@dataclass
+class _Order:
+    """A live order as its owner sees it (the book holds side, price and shares left)."""
+
+    user: int
+    urn: int
+    ref: int                    # Order Reference Number = the engine's order id
+    locate: int
+    side: bytes                 # B S T E as entered (T, E sell in the book)
+    price: int
+    tif: bytes
+    display: bytes
+    capacity: bytes
+    ise: bytes
+    cross: bytes
+    clordid: bytes
+    total: int                  # the chain's total liability (Replace counts it so)
+    executed: int = 0
+
+
+class _User:
+    def __init__(self) -> None:
+        self.log: list[bytes] = []           # framed S packets; sequence = index + 1
+        self.last_urn = 0                    # UserRefNums must rise strictly (spec §2.2)
+        self.live: dict[int, _Order] = {}    # UserRefNum -> live order
+
+
+# --8<-- [start:exchange]
+class Exchange:
+    """The order-entry logic: users' sequenced logs, UserRefNum rules, the engine."""
+
+    def __init__(self, config: EntryConfig) -> None:
+        self.config = config.check()
+        self.user_ids = {name.upper(): i for i, name in enumerate(config.users)}
+        self.passwords = [pw.upper() for pw in config.users.values()]
+        self.users = [_User() for _ in config.users]
+        self.symbols = {s.encode().ljust(8): i for i, s in enumerate(config.symbols)}
+        self.books = [Book() for _ in config.symbols]
+        self.orders: dict[int, _Order] = {}  # ref -> order, every live order
+        self.next_ref = 1
+        self.next_match = 1
+        self.handled = 0
+        self.stats = dict.fromkeys(STAT_KEYS, 0)
+        self.dirty: set[int] = set()         # users whose logs grew since the last flush
+        start = self.clock()
+        for user in range(len(self.users)):
+            self._emit(user, ouch.SYSTEM_EVENT.pack(b"S", start, b"S"))  # start of day
+
+    def clock(self) -> int:
+        if self.config.clock == "fixed":
+            return ouch.OPEN_TIME_NS + self.handled
+        return _now_wall()
+
+    def _emit(self, user: int, msg: bytes) -> None:
+        self.users[user].log.append(sb.frame(sb.SEQUENCED, msg))
+        self.dirty.add(user)
+        self.stats["messages_out"] += 1
+
+    def end_of_day(self) -> None:
+        ts = self.clock()
+        for user in range(len(self.users)):
+            self._emit(user, ouch.SYSTEM_EVENT.pack(b"S", ts, b"E"))
+
+    # ---------------------------------------------------------------- dispatch
+    def handle(self, user: int, msg: bytes) -> None:
+        """One OUCH message from a logged-in user (the payload of a U packet)."""
+        self.stats["messages_in"] += 1
+        self.handled += 1
+        kind = msg[:1]
+        if kind not in ouch.INBOUND_SIZES:
+            self.stats["unknown_message"] += 1   # D E Q and anything else (a project choice)
+            return
+        if not ouch.message_length_ok(msg):
+            self.stats["bad_message_length"] += 1  # dropped, not answered (a project choice)
+            return
+        ts = self.clock()
+        if kind == b"O":
+            self._enter(user, msg, ts)
+        elif kind == b"U":
+            self._replace(user, msg, ts)
+        elif kind == b"X":
+            self._cancel(user, msg, ts)
+        elif kind == b"M":
+            self._modify(user, msg, ts)
+        else:
+            self._mass_cancel(user, msg, ts)
+    # --8<-- [end:exchange]
+
+    def _ignored(self) -> None:
+        self.stats["ignored"] += 1
+
+    # --8<-- [start:enter]
+    def _enter_problem(self, side: bytes, qty: int, symbol: bytes, price: int, tif: bytes,
+                       display: bytes, ise: bytes, cross: bytes) -> int:
+        """The Rejected reason for a bad Enter Order, or 0 (checked in this order)."""
+        if side not in (b"B", b"S", b"T", b"E"):
+            return ouch.REJECT_INVALID_SIDE
+        if not 0 < qty < ouch.MAX_QUANTITY_EXCLUSIVE:
+            return ouch.REJECT_INVALID_QUANTITY
+        if symbol not in self.symbols:
+            return ouch.REJECT_INVALID_SYMBOL
+        if price == 0 or (price > ouch.PRICE_MAX and price not in _MARKET):
+            return ouch.REJECT_INVALID_PRICE
+        if tif not in _TIFS:
+            return ouch.REJECT_OTHER
+        if display not in _DISPLAYS:
+            return ouch.REJECT_INVALID_DISPLAY
+        if ise != b"N":
+            return ouch.REJECT_ISO_NOT_ALLOWED      # no routing here (a project choice)
+        if cross != b"N":
+            return ouch.REJECT_INVALID_CROSS        # continuous market only
+        return 0
+
+    def _enter(self, user: int, msg: bytes, ts: int) -> None:
+        (_, urn, side, qty, symbol, price, tif, display, capacity, ise, cross, clordid,
+         _) = ouch.ENTER.unpack_from(msg)
+        u = self.users[user]
+        if urn <= u.last_urn:
+            return self._ignored()   # "assumed to be a retransmission" (spec §2.2)
+        u.last_urn = urn             # accepted or rejected, the UserRefNum is used
+        # (gaps are allowed here: whether NASDAQ allows them is UNVERIFIED)
+        reason = self._enter_problem(side, qty, symbol, price, tif, display, ise, cross)
+        if reason:
+            self.stats["rejected"] += 1
+            self._emit(user, ouch.REJECTED.pack(b"J", ts, urn, reason, clordid))
+            return
+        ref = self.next_ref
+        self.next_ref += 1
+        order = _Order(user, urn, ref, self.symbols[symbol], side, price, tif, display,
+                       capacity, ise, cross, clordid, qty)
+        self._emit(user, ouch.ACCEPTED.pack(b"A", ts, urn, side, qty, symbol, price, tif,
+                                            display, ref, capacity, ise, cross, b"L",
+                                            clordid, 0))
+        book = self.books[order.locate]
+        book_side = Side.BUY if side == b"B" else Side.SELL
+        self.orders[ref] = order
+        u.live[urn] = order
+        if price in _MARKET:         # sweeps what rests; never rests itself
+            fills, unfilled = book.add_market(ref, book_side, qty)
+        else:
+            fills, unfilled = book.add_limit(ref, book_side, price, qty), 0
+        self._settle(order, fills, ts)
+        self._after_match(order, unfilled, ts)
+    # --8<-- [end:enter]
+
+    # --8<-- [start:fills]
+    def _settle(self, aggressor: _Order, fills: list[Fill], ts: int) -> None:
+        """Each fill: an Executed to the resting order's owner (liquidity A, added), then
+        one to the aggressor's (R, removed), with the same Match Number."""
+        for f in fills:
+            resting = self.orders[f.resting_id]
+            match = self.next_match
+            self.next_match += 1
+            for order, flag in ((resting, b"A"), (aggressor, b"R")):
+                order.executed += f.qty
+                self._emit(order.user, ouch.EXECUTED.pack(b"E", ts, order.urn, f.qty,
+                                                          f.price, flag, match, 0))
+            if self.books[resting.locate].order(resting.ref) is None:
+                self._forget(resting)
+
+    def _after_match(self, order: _Order, unfilled: int, ts: int) -> None:
+        """An IOC's remainder is canceled (reason I), as is a market order's unfilled part."""
+        left = self.books[order.locate].order(order.ref)
+        if left is not None and order.tif[0] == ouch.TIF_IOC:
+            self.books[order.locate].cancel(order.ref)
+            unfilled = left[2]
+            left = None
+        if unfilled:
+            self._emit(order.user, ouch.CANCELED.pack(b"C", ts, order.urn, unfilled,
+                                                      ouch.CANCEL_IOC))
+        if left is None:
+            self._forget(order)
+    # --8<-- [end:fills]
+
+    def _forget(self, order: _Order) -> None:
+        self.orders.pop(order.ref, None)
+        live = self.users[order.user].live
+        if live.get(order.urn) is order:
+            del live[order.urn]
+
+    def _cancel_all(self, order: _Order, ts: int) -> None:
+        left = self.books[order.locate].cancel(order.ref)
+        self._emit(order.user, ouch.CANCELED.pack(b"C", ts, order.urn, left, ouch.CANCEL_USER))
+        self._forget(order)
+
+    # --8<-- [start:replace]
+    def _replace(self, user: int, msg: bytes, ts: int) -> None:
+        (_, orig, urn, qty, price, tif, display, ise, clordid,
+         _) = ouch.REPLACE.unpack_from(msg)
+        u = self.users[user]
+        order = u.live.get(orig)
+        if order is None or urn <= u.last_urn:
+            return self._ignored()   # spec outcome 1: ignored, the new URN not used
+        outstanding = qty - order.executed   # Quantity = the chain's total (spec §2.3)
+        if (not 0 < qty < ouch.MAX_QUANTITY_EXCLUSIVE or price == 0
+                or price > ouch.PRICE_MAX or tif not in _TIFS or tif == b"E"
+                or display not in _DISPLAYS or ise != b"N" or outstanding <= 0):
+            return self._cancel_all(order, ts)   # outcome 2: the original is canceled
+        u.last_urn = urn
+        ref = self.next_ref
+        self.next_ref += 1
+        del self.orders[order.ref]
+        del u.live[orig]
+        book = self.books[order.locate]
+        fills = book.replace(order.ref, ref, price, outstanding)   # loses priority
+        order.urn, order.ref, order.price, order.total = urn, ref, price, qty
+        order.tif, order.display, order.ise, order.clordid = tif, display, ise, clordid
+        self.orders[ref] = order
+        u.live[urn] = order
+        symbol = self.config.symbols[order.locate].encode().ljust(8)
+        self._emit(user, ouch.REPLACED.pack(b"U", ts, orig, urn, order.side, outstanding,
+                                            symbol, price, tif, display, ref, order.capacity,
+                                            ise, order.cross, b"L", clordid, 0))
+        self._settle(order, fills, ts)
+        self._after_match(order, 0, ts)
+    # --8<-- [end:replace]
+
+    # --8<-- [start:cancel]
+    def _reduce_to(self, order: _Order, size: int) -> int:
+        """Cut a live order to ``size`` shares (0: cancel it); returns the decrement."""
+        book = self.books[order.locate]
+        found = book.order(order.ref)
+        assert found is not None
+        left = found[2]
+        if size >= left:
+            return 0                 # an increase, or no change: nothing to take
+        if size == 0:
+            book.cancel(order.ref)
+            self._forget(order)
+        else:
+            book.reduce(order.ref, left - size)   # keeps its place in the queue
+        return left - size
+
+    def _cancel(self, user: int, msg: bytes, ts: int) -> None:
+        urn, size = int.from_bytes(msg[1:5], "big"), int.from_bytes(msg[5:9], "big")
+        order = self.users[user].live.get(urn)
+        if order is None:
+            return self._ignored()   # a superfluous cancel is silently ignored (spec §2.3)
+        taken = self._reduce_to(order, size)
+        if taken == 0:
+            return self._ignored()
+        self._emit(user, ouch.CANCELED.pack(b"C", ts, urn, taken, ouch.CANCEL_USER))
+
+    def _modify(self, user: int, msg: bytes, ts: int) -> None:
+        urn, side, size = (int.from_bytes(msg[1:5], "big"), msg[5:6],
+                           int.from_bytes(msg[6:10], "big"))
+        order = self.users[user].live.get(urn)
+        if order is None:
+            return self._ignored()
+        if side != order.side and (side not in _SELLS or order.side not in _SELLS):
+            return self._ignored()   # only S <-> T <-> E (spec §2.3; a project choice)
+        order.side = side
+        self._reduce_to(order, size)         # increases are ignored, 0 cancels
+        found = self.books[order.locate].order(order.ref)
+        left = 0 if found is None else found[2]
+        self._emit(user, ouch.MODIFIED.pack(b"M", ts, urn, side, left))
+
+    def _mass_cancel(self, user: int, msg: bytes, ts: int) -> None:
+        _, urn, firm, symbol, _ = ouch.MASS_CANCEL.unpack_from(msg)
+        u = self.users[user]
+        if urn <= u.last_urn:
+            return self._ignored()
+        u.last_urn = urn
+        locate = None if symbol == b" " * 8 else self.symbols.get(symbol, -1)
+        for live_urn in sorted(u.live):
+            order = u.live[live_urn]
+            if locate is None or order.locate == locate:
+                self._cancel_all(order, ts)
+        self._emit(user, ouch.MASS_CANCEL_RESPONSE.pack(b"X", ts, urn, firm, symbol, 0))
+    # --8<-- [end:cancel]
+
+
+_MARKET = (ouch.PRICE_MARKET_CROSS, ouch.PRICE_MARKET)
+_TIFS = tuple(bytes([c]) for c in ouch.TIME_IN_FORCE)
+_DISPLAYS = tuple(bytes([c]) for c in ouch.DISPLAYS)
+_SELLS = (b"S", b"T", b"E")
+
+
+class _Closed(Exception):
+    """The server closes this connection; ``reason`` is the stats key it counts under."""
+
+    def __init__(self, reason: str | None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+# --8<-- [start:session]
+class _Session:
+    """One TCP connection: framing, login, timers and the user's log as its output."""
+
+    def __init__(self, server: Server, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter) -> None:
+        self.server = server
+        self.ex = server.exchange
+        self.reader, self.writer = reader, writer
+        self.framer = sb.Framer()
+        self.reading: asyncio.Future[bytes] | None = None   # the read in progress
+        self.user: int | None = None
+        self.sent = 0                        # log entries already written
+        self.written = 0                     # bytes handed to asyncio
+        self.taken_seen = 0                  # bytes the kernel had taken at the last check
+        self.idle_ms = self.ex.config.idle_timeout_ms
+        now = time.monotonic()
+        self.last_in = self.last_out = self.progress = now
+        self.deadline = now + self.ex.config.login_timeout_ms / 1000
+
+    def write(self, data: bytes) -> None:
+        self.writer.write(data)
+        self.written += len(data)
+        self.last_out = time.monotonic()
+
+    def unsent(self) -> int:
+        """Bytes asyncio still holds for this connection (the kernel has not taken)."""
+        return self.writer.transport.get_write_buffer_size()
+
+    def pending(self) -> bool:
+        return self.unsent() > 0 or (
+            self.user is not None and self.sent < len(self.ex.users[self.user].log))
+
+    def flush_log(self) -> None:
+        """Write the user's log past what this connection has sent, while asyncio holds
+        less than out_limit unsent bytes: the rest waits in the log (a replay included)."""
+        assert self.user is not None
+        log = self.ex.users[self.user].log
+        limit = self.ex.config.out_limit
+        while self.sent < len(log) and self.unsent() < limit:
+            end = min(len(log), self.sent + 256)
+            self.write(b"".join(log[self.sent:end]))
+            self.sent = end
+
+    async def run(self) -> None:
+        try:
+            while True:
+                data = await self._read()
+                if self not in self.server.sessions:
+                    return               # dropped meanwhile (it did not read its output)
+                if not data:
+                    if self.framer.pending:
+                        raise _Closed("eof_mid_packet")
+                    raise _Closed(None)      # a plain close
+                self.last_in = time.monotonic()
+                try:
+                    packets = self.framer.feed(data)
+                except sb.FrameError as exc:
+                    raise _Closed("bad_length" if exc.length == 0 else "too_long") from None
+                for packet in packets:
+                    self.ex.stats["packets_in"] += 1
+                    self.on_packet(packet)
+                self.server.flush_all()
+        except _Closed as closed:
+            if closed.reason:
+                self.ex.stats[closed.reason] += 1
+            self.server.drop(self, abort=closed.reason == "slow_consumer")
+        except (ConnectionError, OSError):
+            if self.framer.pending:
+                self.ex.stats["eof_mid_packet"] += 1   # a reset in the middle of a packet
+            self.server.drop(self, abort=True)
+        finally:
+            self.server.drop(self, abort=False)
+
+    async def _read(self) -> bytes:
+        """The next bytes; meanwhile, every 10 ms, the timers and the rest of the log.
+
+        The read is one task that the 10 ms timeout never cancels (``asyncio.wait``,
+        not ``wait_for``): no bytes it has already taken off the stream can be lost
+        with a cancelled read.
+        """
+        while True:
+            self.timers()
+            if self.reading is None:
+                self.reading = asyncio.ensure_future(self.reader.read(65536))
+            done, _ = await asyncio.wait({self.reading}, timeout=0.01)
+            if done:
+                task, self.reading = self.reading, None
+                return task.result()
+
+    def timers(self) -> None:
+        now = time.monotonic()
+        if self.user is None:
+            if now >= self.deadline:
+                raise _Closed("login_timeout")
+            return
+        if now - self.last_in >= self.idle_ms / 1000:
+            raise _Closed("idle_timeout")
+        self.flush_log()
+        # A client with output waiting that took none of it for idle_ms does not read.
+        taken = self.written - self.unsent()
+        if taken != self.taken_seen or not self.pending():
+            self.taken_seen, self.progress = taken, now
+        elif now - self.progress >= self.idle_ms / 1000:
+            raise _Closed("slow_consumer")
+        if not self.pending() and now - self.last_out >= self.ex.config.heartbeat_ms / 1000:
+            self.ex.stats["heartbeats_out"] += 1
+            self.write(sb.frame(sb.SERVER_HEARTBEAT))
+# --8<-- [end:session]
+
+    # --8<-- [start:on_packet]
+    def on_packet(self, packet: bytes) -> None:
+        kind = packet[:1]
+        if self.user is None:
+            if kind != sb.LOGIN_REQUEST:
+                raise _Closed("before_login")
+            if len(packet) not in (sb.LOGIN_LENGTH, sb.LOGIN_410_LENGTH):
+                raise _Closed("bad_length")
+            return self.login(sb.parse_login(packet))
+        if kind == sb.UNSEQUENCED:
+            self.ex.handle(self.user, packet[1:])
+        elif kind in (sb.CLIENT_HEARTBEAT, sb.LOGOUT_REQUEST):
+            if len(packet) != 1:
+                raise _Closed("bad_length")
+            if kind == sb.LOGOUT_REQUEST:
+                self.ex.stats["logouts"] += 1
+                raise _Closed(None)
+        elif kind != sb.DEBUG:       # Debug text is ignored (spec §1.2)
+            raise _Closed("unknown_packet")
+
+    def login(self, req: sb.Login) -> None:
+        cfg, ex = self.ex.config, self.ex
+        user = ex.user_ids.get(req.user)
+        if user is None or ex.passwords[user] != req.password:
+            self.reject(sb.REJECT_NOT_AUTHORIZED, "login_rejected_auth")
+        assert user is not None
+        blank = req.session == b" " * 10
+        if ((not blank and req.session != cfg.session_bytes) or req.seq is None
+                or user in self.server.logged_in):
+            # a named session that is not ours, a sequence number that is not a number,
+            # or the user already logged in elsewhere (the last two: a project choice)
+            self.reject(sb.REJECT_SESSION_UNAVAILABLE, "login_rejected_session")
+        log = ex.users[user].log
+        seq = req.seq if req.seq is not None else 0
+        # 0: start with the next new message. Past the end: UNVERIFIED what NASDAQ does;
+        # here it is treated as the next new message too (a project choice).
+        if seq == 0 or seq > len(log) + 1:
+            seq = len(log) + 1
+        self.user = user
+        self.server.logged_in[user] = self
+        if req.heartbeat_timeout_ms:          # 4.10: the client says how long to wait
+            self.idle_ms = max(req.heartbeat_timeout_ms, 10)
+        ex.stats["logins"] += 1
+        ex.stats["replayed"] += len(log) - (seq - 1)
+        self.sent = seq - 1
+        self.write(sb.login_accepted(cfg.session_bytes, seq))
+        self.flush_log()
+
+    def reject(self, code: bytes, stat: str) -> None:
+        self.write(sb.login_rejected(code))   # then the server closes the socket
+        raise _Closed(stat)
+    # --8<-- [end:on_packet]
+
+
+# --8<-- [start:server]
+class Server:
+    """The asyncio server, run in a thread of its own: ``start()`` returns the port."""
+
+    def __init__(self, config: EntryConfig | None = None, port: int = 0) -> None:
+        self.exchange = Exchange(config or EntryConfig())
+        self.port = port
+        self.sessions: set[_Session] = set()
+        self.logged_in: dict[int, _Session] = {}
+        self.closing = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stop: asyncio.Event | None = None
+        self._error: BaseException | None = None
+
+    def stats(self) -> dict[str, int]:
+        return dict(self.exchange.stats)
+
+    def flush_all(self) -> None:
+        """After inbound packets: each logged-in session whose log grew writes it."""
+        dirty, self.exchange.dirty = self.exchange.dirty, set()
+        for user in sorted(dirty):
+            session = self.logged_in.get(user)
+            if session is None:
+                continue             # logged out: the log waits for a replay
+            try:
+                session.flush_log()
+            except _Closed as closed:
+                if closed.reason:
+                    self.exchange.stats[closed.reason] += 1
+                self.drop(session, abort=True)
+
+    def drop(self, session: _Session, abort: bool) -> None:
+        """Forget a connection and close it: gracefully (what was written still goes, a
+        Login Rejected say) or, for a client that does not read, at once."""
+        if session.user is not None and self.logged_in.get(session.user) is session:
+            del self.logged_in[session.user]
+        if session not in self.sessions:
+            return
+        self.sessions.discard(session)
+        if abort:
+            session.writer.transport.abort()
+        else:
+            session.writer.close()
+
+    async def _on_connect(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
+        ex = self.exchange
+        ex.stats["connections"] += 1
+        if len(self.sessions) >= ex.config.max_sessions or self.closing:
+            ex.stats["too_many_connections"] += 1
+            writer.transport.abort()
+            return
+        if ex.config.sndbuf:
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, ex.config.sndbuf)
+        session = _Session(self, reader, writer)
+        self.sessions.add(session)
+        try:
+            await session.run()
+        except asyncio.CancelledError:
+            pass                     # the server is stopping: the session is over
+
+    async def serve(self) -> None:
+        """Listen on 127.0.0.1 until stop(): then End of Day, End of Session, close."""
+        self._stop = asyncio.Event()
+        server = await asyncio.start_server(self._on_connect, "127.0.0.1", self.port,
+                                            backlog=256)
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        await self._stop.wait()
+        self.closing = True
+        server.close()
+        self.exchange.end_of_day()
+        until = time.monotonic() + 0.5       # bounded: 500 ms in all for the goodbyes
+        for session in list(self.logged_in.values()):
+            assert session.user is not None
+            log = self.exchange.users[session.user].log
+            try:
+                while session.sent < len(log) and time.monotonic() < until:
+                    session.flush_log()
+                    await asyncio.wait_for(session.writer.drain(),
+                                           max(until - time.monotonic(), 0.001))
+                if session.sent == len(log):
+                    session.write(sb.frame(sb.END_OF_SESSION))
+                    await asyncio.wait_for(session.writer.drain(),
+                                           max(until - time.monotonic(), 0.001))
+            except (TimeoutError, ConnectionError, OSError):
+                pass
+        for session in list(self.sessions):
+            session.writer.transport.abort()
+        await asyncio.sleep(0)
+
+    def start(self) -> int:
+        """Serve in a background thread; returns the bound port (bounded: 10 s)."""
+        def run() -> None:
+            try:
+                asyncio.run(self._main())
+            except BaseException as exc:  # a port in use, say: start() raises it
+                self._error = exc
+                self._ready.set()
+        self._thread = threading.Thread(target=run, name="naive-entry", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(10):
+            raise RuntimeError("naive entry server did not start in 10 s")
+        if self._error is not None:
+            raise self._error
+        return self.port
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        await self.serve()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """End the session (System Event E, then Z) and join the thread, within timeout."""
+        if self._loop is None or self._thread is None:
+            return
+        stop = self._stop
+        assert stop is not None
+        self._loop.call_soon_threadsafe(stop.set)
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise RuntimeError(f"naive entry server did not stop in {timeout} s")
+# --8<-- [end:server]

@@ -1,0 +1,169 @@
+"""Benchmarks of chapter 12, group "order_entry": the two order-entry servers under load.
+
+Each server runs in a process of its own (``twinmatch serve --impl ...``), the load
+client (``twinmatch.load``, Python, one thread) in the pytest process. What every number
+includes: both processes on the machine's cores (the machine label says how many), the
+loopback TCP stack and the kernel in between, the client's own Python work (building
+and parsing every message), and the server's: framing, OUCH, the matching engine, the
+sequenced log. It is not the engine alone (chapters 5 and 6 measure that).
+
+* ``saturation``: closed loop, SESSIONS sessions, WINDOW requests outstanding each: as
+  fast as the server (or the client) can go. The rate is acks per second.
+* ``latency``: the order-to-ack latency at a fixed offered RATE, below either server's
+  saturation, in both modes: open loop (fixed schedule, latency from the scheduled send:
+  coordinated omission corrected) and closed loop (the same schedule, but one request
+  outstanding per session and latency from the actual send: a stall delays the requests
+  behind it, and they are timed from when they finally went out). Each also runs with
+  the server process frozen (SIGSTOP) for STALL_MS a third of the way in: the open loop
+  charges the stall to every request it delayed, the closed loop to a handful. Percentiles
+  in extra_info["latency"].
+* ``paired``: the chapter's target, optimized vs naive server acks/s at saturation,
+  interleaved (tests/bench/paired.py). The client is the same Python for both, so the
+  ratio is a lower bound on what the servers differ by when the client is the bottleneck.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.bench.conftest import SMALL
+from tests.bench.paired import Side, paired
+from twinmatch.load import LoadResult, run_load
+
+SESSIONS = 4
+WINDOW = 32
+SAT_REQUESTS = 2_000 if SMALL else 20_000
+RATE = 2_000.0
+LAT_REQUESTS = 1_000 if SMALL else 6_000
+STALL_MS = 50
+USERS = 400
+IMPLS = ("naive", "optimized")
+
+INCLUDES = {
+    "saturation": f"closed loop, {SESSIONS} sessions x {WINDOW} outstanding; client and "
+                  "server processes, loopback TCP, kernel; Enter/Cancel/Replace mix",
+    "latency": f"order-to-ack at {RATE:,.0f} requests/s offered, {SESSIONS} sessions; client "
+               "and server processes, loopback TCP, kernel",
+}
+
+
+class Served:
+    """One server process and the next unused load users (each run logs in fresh ones)."""
+
+    def __init__(self, impl: str) -> None:
+        self.impl = impl
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "twinmatch", "serve", "--impl", impl, "--load-users",
+             str(USERS)], stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if "127.0.0.1:" not in line:
+            self.proc.kill()
+            raise RuntimeError(f"twinmatch serve --impl {impl} did not start: {line!r}")
+        self.port = int(line.rsplit(":", 1)[1])
+        self._users = itertools.count(1, SESSIONS)
+
+    def load(self, **kw: Any) -> LoadResult:
+        first = next(self._users)
+        if first + SESSIONS - 1 > USERS:
+            raise RuntimeError("out of load users: raise USERS")
+        result = run_load(self.port, sessions=SESSIONS, first_user=first, timeout=120, **kw)
+        assert result.unanswered == 0 and result.acks == result.sent
+        return result
+
+    def close(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.communicate()
+
+
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, Served]]:
+    started = {impl: Served(impl) for impl in IMPLS}
+    yield started
+    for s in started.values():
+        s.close()
+
+
+def saturate(s: Served) -> float:
+    """Seconds for SAT_REQUESTS requests at saturation (the client's own clock)."""
+    return s.load(requests=SAT_REQUESTS, mode="closed", window=WINDOW).seconds
+
+
+@pytest.mark.benchmark(group="order_entry")
+@pytest.mark.parametrize("impl", IMPLS)
+def test_saturation(benchmark: Any, servers: dict[str, Served], impl: str) -> None:
+    s = servers[impl]
+    benchmark.extra_info.update({"ops": SAT_REQUESTS, "includes": INCLUDES["saturation"],
+                                 "workload": "saturation"})
+    benchmark.pedantic(lambda: saturate(s), rounds=2 if SMALL else 3, iterations=1,
+                       warmup_rounds=0)
+
+
+def stall(proc: subprocess.Popen[str], after_s: float, ms: int) -> threading.Thread:
+    """Freeze the server process (SIGSTOP) for ``ms`` after ``after_s`` seconds: a
+    stand-in for a garbage collection, a page fault storm, a descheduled thread."""
+    def run() -> None:
+        time.sleep(after_s)
+        os.kill(proc.pid, signal.SIGSTOP)
+        try:
+            time.sleep(ms / 1000)
+        finally:
+            os.kill(proc.pid, signal.SIGCONT)
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.benchmark(group="order_entry")
+@pytest.mark.parametrize("stall_ms", [0, STALL_MS])
+@pytest.mark.parametrize("mode", ["open", "closed"])
+@pytest.mark.parametrize("impl", IMPLS)
+def test_latency(benchmark: Any, servers: dict[str, Served], impl: str, mode: str,
+                 stall_ms: int) -> None:
+    s = servers[impl]
+    results: list[LoadResult] = []
+
+    def run() -> None:
+        staller = stall(s.proc, LAT_REQUESTS / RATE / 3, stall_ms) if stall_ms else None
+        try:
+            results.append(s.load(requests=LAT_REQUESTS, mode=mode, rate=RATE, window=1,
+                                  pace=True))
+        finally:
+            if staller is not None:
+                staller.join(10)
+
+    benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
+    summary = {**results[-1].summary(), "stall_ms": stall_ms}
+    benchmark.extra_info.update({"ops": LAT_REQUESTS, "includes": INCLUDES["latency"],
+                                 "workload": f"latency-{mode}-stall-{stall_ms}",
+                                 "latency": summary})
+
+
+@pytest.mark.benchmark(group="order_entry")
+def test_paired_order_entry(benchmark: Any, servers: dict[str, Served]) -> None:
+    def side(impl: str) -> Side:
+        served = servers[impl]
+
+        def run(_state: Any) -> float:
+            return saturate(served)
+
+        return Side(f"{impl} server", run, ops=SAT_REQUESTS)
+
+    fast, slow = side("optimized"), side("naive")
+    paired(benchmark, "order-entry-vs-naive", fast, slow, pairs=11, warmup=1,
+           includes=INCLUDES["saturation"],
+           workload=f"saturation, {SAT_REQUESTS} requests per side")
