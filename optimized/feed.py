@@ -154,6 +154,9 @@ class Receiver:
             if self._r.poll(max(0, wake - now)):  # waits, reads, checks, holds, delivers
                 last_rx = time.time_ns()
                 self.first_ns = self.first_ns or last_rx
+            # What poll() delivered goes to the market first: check_gap may deliver held
+            # packets too, and needs the delivery buffer's room for them.
+            self._deliver()
             now = time.time_ns()
             self._r.check_gap(now)
             self._deliver()

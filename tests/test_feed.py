@@ -511,3 +511,17 @@ def test_optimized_spin_and_busy_poll_options_receive_the_same() -> None:
     assert rep["stop"] == "end" and rep["messages"] == 300 and rep["lost"] == 0
     assert rx.busy_poll_error >= 0  # 0: set; else the errno of the refusal (reported)
     assert rx.batches >= 1
+
+
+def test_optimized_loop_takes_deliveries_before_checking_gaps() -> None:
+    """The receive loop hands poll()'s delivery to the market before check_gap() runs:
+    check_gap may deliver held packets and refuses while the buffer is still full
+    (a flat-out run with recvmmsg batches of 8 hit it)."""
+    import inspect
+
+    import optimized.feed
+
+    src = inspect.getsource(optimized.feed.Receiver.run)
+    poll, first, gap = (src.index("self._r.poll("), src.index("self._deliver()"),
+                        src.index("self._r.check_gap("))
+    assert poll < first < gap
