@@ -255,7 +255,7 @@ def run_label(data: dict[str, Any]) -> str:
     # A partial run laid over an earlier one (scripts/merge_bench.py): which rows are older.
     for m in data.get("merged_from") or []:
         if isinstance(m, dict) and m.get("groups"):
-            text += (f"; groups {', '.join(str(g) for g in m['groups'])} from the run of "
+            text += (f"; rows of groups {', '.join(str(g) for g in m['groups'])} from the run of "
                      f"commit {m.get('commit', '?')} ({m.get('date', '?')}))")
     return text
 
