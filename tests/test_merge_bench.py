@@ -45,4 +45,5 @@ def test_new_rows_replace_old_and_the_rest_is_stamped() -> None:
     assert {(m["commit"], tuple(m["groups"])) for m in again["merged_from"]} == {
         ("aaaaaaaaaa", ("itch",)), ("bbbbbbbbbb", ("engine",))}
     label = figures.run_label(again)
-    assert "commit cccccccccc" in label and "rows of groups itch from the run of commit aaaaaaaaaa" in label
+    assert "commit cccccccccc" in label
+    assert "rows of groups itch from the run of commit aaaaaaaaaa" in label
