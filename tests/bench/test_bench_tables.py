@@ -15,7 +15,7 @@ are all inside; the generated day, in the page cache, is read by both):
   10 levels: ``twinmatch lobster`` against ``itch2parquet lobster``, checked first: the
   message files byte for byte, the orderbook files row for row except the one documented
   convention they differ in (the book on a replace's deletion row, chapter 14).
-* peak memory -- each converter's peak RSS (the child process's ``ru_maxrss``), recorded
+* peak memory -- each converter's peak RSS (the child process's own VmHWM), recorded
   as measured values (scripts/targets.py reports them).
 
 The paired records (tests/bench/paired.py) are the claims: ``tables-day-vs-itchbook``
@@ -65,18 +65,43 @@ def itch2parquet() -> str:
     return exe
 
 
-def run_child(cmd: list[str]) -> tuple[float, float]:
-    """Run a command; (its wall time in seconds, its peak RSS in MB)."""
+def _hwm_mb(pid: int) -> float | None:
+    """The process's own peak RSS so far (VmHWM of /proc/PID/status), or None once gone."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        return None
+    return None
+
+
+def run_child(cmd: list[str], watch: bool = False) -> tuple[float, float]:
+    """Run a command; (its wall time in seconds, its peak RSS in MB if ``watch``, else 0).
+
+    Timed runs do not watch (the readings would cost the other core some work). The peak
+    is the child's own VmHWM, read every 2 ms while it runs (the last reading
+    before it exits): not ru_maxrss, which Linux carries across exec, so that a child
+    started from this large pytest process would report the parent's peak. A peak in the
+    child's last 2 ms can be missed; memory grows over the whole run here, not at its end.
+    """
     import time
     start = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
+    peak = 0.0
+    if not watch:
+        proc.wait()
+    while proc.poll() is None:
+        hwm = _hwm_mb(proc.pid)
+        if hwm is not None:
+            peak = max(peak, hwm)
+        time.sleep(0.002)
     wall = time.perf_counter() - start
-    proc.returncode = os.waitstatus_to_exitcode(status)
     err = proc.stderr.read().decode() if proc.stderr else ""
     if proc.returncode != 0:
         raise RuntimeError(f"{cmd[:3]} failed ({proc.returncode}): {err[-2000:]}")
-    return wall, usage.ru_maxrss / 1024  # Linux: KiB
+    return wall, peak
 
 
 def ours(kind: str, path: Path, out: Path, impl: str, symbols: str = "") -> list[str]:
@@ -205,7 +230,7 @@ def test_tables_peak_memory(benchmark: Any, impl: str, days: dict[str, Path]) ->
         with tempfile.TemporaryDirectory() as tmp:
             cmd = (theirs("tables", path, Path(tmp) / "o") if impl == "itch-book"
                    else ours("tables", path, Path(tmp) / "o", impl))
-            rss.append(run_child(cmd)[1])
+            rss.append(run_child(cmd, watch=True)[1])
 
     if impl == "itch-book":
         itch2parquet()
