@@ -167,8 +167,14 @@ def check_tabs(driver: webdriver.Chrome, page: str, first: bool, report: Report)
 
 def check_tables(driver: webdriver.Chrome, page: str, groups: list[str], require: bool,
                  report: Report) -> None:
+    # A table file is named by its group's slug (figures.py: "_" becomes "-"), while the
+    # div carries the group's own name: compare them as slugs.
+    divs: dict[str, list[Any]] = {}
+    for div in driver.find_elements(By.CSS_SELECTOR, "div.tm-bench[data-group]"):
+        name = (div.get_attribute("data-group") or "").replace("_", "-")
+        divs.setdefault(name, []).append(div)
     for group in groups:
-        found = driver.find_elements(By.CSS_SELECTOR, f'div.tm-bench[data-group="{group}"]')
+        found = divs.get(group.replace("_", "-"), [])
         if not found:
             report.fail(page, f"generated table of group {group!r} is missing")
             continue
