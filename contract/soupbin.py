@@ -79,6 +79,9 @@ STAT_KEYS: Final = (
     "bad_message_length",     # wrong length for its type, or a bad appendage
     "ignored",                # the spec's silent cases: stale UserRefNum, dead order ...
     "rejected",               # Rejected J sent
+    # the exchange's own ITCH 5.0 feed (MarketData)
+    "market_data_out",        # ITCH messages published (written with --itch-out, else dropped)
+    "market_data_errors",     # writes of the feed file that failed (it stops being written)
 )
 # --8<-- [end:stat_keys]
 

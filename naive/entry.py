@@ -9,6 +9,10 @@ Two halves:
   login asking for sequence ``n`` is answered by replaying the log from ``n``. The engine
   behind it is chapter 1's :class:`naive.book.Book`, one per symbol: the same rules as the
   market's match mode.
+* :class:`MarketData` is the exchange's own ITCH 5.0 feed: what every participant may
+  see of the books (adds, executions, cancels, replaces of displayed orders; trades
+  against hidden ones), derived from the same events as the OUCH messages. Chapter 3's
+  decoders and chapter 5's market read it back; the test rebuilds the books from it.
 * :class:`Server` is asyncio: one coroutine per TCP connection reads, frames, logs in,
   keeps the heartbeat timers and writes. It binds 127.0.0.1 only.
 
@@ -22,14 +26,18 @@ import asyncio
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO
 
 from contract import ouch
 from contract import soupbin as sb
 from contract.soupbin import STAT_KEYS, EntryConfig
 from naive.book import Book, Fill, Side
+from naive.itch import STRUCTS
 
-__all__ = ["Exchange", "Server"]
+__all__ = ["Exchange", "MarketData", "Server"]
 
 
 def _now_wall() -> int:
@@ -57,6 +65,88 @@ class _Order:
     executed: int = 0
 
 
+# --8<-- [start:market_data]
+class MarketData:
+    """The exchange's ITCH 5.0 feed, framed as an ITCH file (a 2-byte length before each
+    message): ``take()`` hands over what was published since the last call.
+
+    The rules (the spec is NASDAQ's ITCH 5.0; how NASDAQ itself sequences these around a
+    replace that trades is UNVERIFIED, so these are project choices):
+
+    * An order appears when it **rests**: A (display Y) or F (display A; the MPID is the
+      first 4 letters of the user's name). An order that trades on arrival appears only
+      with what is left of it; an IOC or market order never appears.
+    * A fill against a resting displayed order is E (its reference, the shares, the same
+      Match Number as the OUCH Executed); against a hidden one (display N) it is P with
+      order reference 0 and side B, as NASDAQ has sent since 2014 (../shared/spec).
+      The aggressor's side of a fill is never published: it was never on the book.
+    * A partial cancel is X, a whole one D. A replace that rests in full at once with the
+      same display is U (the original reference, the new one, shares, price); any other
+      replace is D of the original, its fills, then A or F of what rests.
+    * Locate = the symbol's place in the configuration + 1, announced by R at the start
+      between S O and S S, S Q; the end of the day is S M, S E, S C. Tracking is 0.
+    """
+
+    def __init__(self, symbols: Sequence[str], users: Sequence[str], ts: int,
+                 stats: dict[str, int]) -> None:
+        self.stats = stats
+        self.stocks = [s.encode().ljust(8) for s in symbols]
+        self.mpids = [u.upper().encode()[:4].ljust(4) for u in users]
+        self.out = bytearray()
+        self.system(ts, b"O")
+        for locate, stock in enumerate(self.stocks, 1):
+            self._put(b"R", locate, ts, stock, b"Q", b"N", 100, b"N", b"C", b"Z ", b"P",
+                      b"N", b"N", b"2", b"N", 0, b"N")
+        self.system(ts, b"S")
+        self.system(ts, b"Q")
+
+    def _put(self, code: bytes, locate: int, ts: int, *body: object) -> None:
+        layout = STRUCTS[code]
+        self.out += layout.size.to_bytes(2, "big")
+        self.out += layout.pack(code, locate, 0, ts.to_bytes(6, "big"), *body)
+        self.stats["market_data_out"] += 1
+
+    def take(self) -> bytes:
+        data, self.out = bytes(self.out), bytearray()
+        return data
+
+    def system(self, ts: int, code: bytes) -> None:
+        self._put(b"S", 0, ts, code)
+
+    def end(self, ts: int) -> None:
+        for code in (b"M", b"E", b"C"):
+            self.system(ts, code)
+
+    def add(self, ts: int, order: _Order, shares: int) -> None:
+        side = b"B" if order.side == b"B" else b"S"    # T and E sell
+        head = (order.locate + 1, ts, order.ref, side, shares, self.stocks[order.locate],
+                order.price)
+        if order.display == b"Y":
+            self._put(b"A", *head)
+        elif order.display == b"A":
+            self._put(b"F", *head, self.mpids[order.user])
+
+    def executed(self, ts: int, order: _Order, shares: int, price: int, match: int) -> None:
+        if order.display == b"N":
+            self._put(b"P", order.locate + 1, ts, 0, b"B", shares, self.stocks[order.locate],
+                      price, match)
+        else:
+            self._put(b"E", order.locate + 1, ts, order.ref, shares, match)
+
+    def cancel(self, ts: int, order: _Order, shares: int) -> None:
+        if order.display != b"N":
+            self._put(b"X", order.locate + 1, ts, order.ref, shares)
+
+    def delete(self, ts: int, order: _Order) -> None:
+        if order.display != b"N":
+            self._put(b"D", order.locate + 1, ts, order.ref)
+
+    def replace(self, ts: int, old_ref: int, order: _Order, shares: int) -> None:
+        if order.display != b"N":
+            self._put(b"U", order.locate + 1, ts, old_ref, order.ref, shares, order.price)
+# --8<-- [end:market_data]
+
+
 class _User:
     def __init__(self) -> None:
         self.log: list[bytes] = []           # framed S packets; sequence = index + 1
@@ -82,6 +172,7 @@ class Exchange:
         self.stats = dict.fromkeys(STAT_KEYS, 0)
         self.dirty: set[int] = set()         # users whose logs grew since the last flush
         start = self.clock()
+        self.market = MarketData(config.symbols, list(config.users), start, self.stats)
         for user in range(len(self.users)):
             self._emit(user, ouch.SYSTEM_EVENT.pack(b"S", start, b"S"))  # start of day
 
@@ -99,6 +190,7 @@ class Exchange:
         ts = self.clock()
         for user in range(len(self.users)):
             self._emit(user, ouch.SYSTEM_EVENT.pack(b"S", ts, b"E"))
+        self.market.end(ts)
 
     # ---------------------------------------------------------------- dispatch
     def handle(self, user: int, msg: bytes) -> None:
@@ -194,11 +286,13 @@ class Exchange:
                 order.executed += f.qty
                 self._emit(order.user, ouch.EXECUTED.pack(b"E", ts, order.urn, f.qty,
                                                           f.price, flag, match, 0))
+            self.market.executed(ts, resting, f.qty, f.price, match)
             if self.books[resting.locate].order(resting.ref) is None:
                 self._forget(resting)
 
-    def _after_match(self, order: _Order, unfilled: int, ts: int) -> None:
-        """An IOC's remainder is canceled (reason I), as is a market order's unfilled part."""
+    def _after_match(self, order: _Order, unfilled: int, ts: int, replaced: int = 0) -> None:
+        """An IOC's remainder is canceled (reason I), as is a market order's unfilled part.
+        What rests is published: A/F, or U from ``replaced`` (the old reference)."""
         left = self.books[order.locate].order(order.ref)
         if left is not None and order.tif[0] == ouch.TIF_IOC:
             self.books[order.locate].cancel(order.ref)
@@ -209,6 +303,10 @@ class Exchange:
                                                       ouch.CANCEL_IOC))
         if left is None:
             self._forget(order)
+        elif replaced:
+            self.market.replace(ts, replaced, order, left[2])
+        else:
+            self.market.add(ts, order, left[2])
     # --8<-- [end:fills]
 
     def _forget(self, order: _Order) -> None:
@@ -219,6 +317,7 @@ class Exchange:
 
     def _cancel_all(self, order: _Order, ts: int) -> None:
         left = self.books[order.locate].cancel(order.ref)
+        self.market.delete(ts, order)
         self._emit(order.user, ouch.CANCELED.pack(b"C", ts, order.urn, left, ouch.CANCEL_USER))
         self._forget(order)
 
@@ -242,6 +341,11 @@ class Exchange:
         del u.live[orig]
         book = self.books[order.locate]
         fills = book.replace(order.ref, ref, price, outstanding)   # loses priority
+        # On the feed: U if it rests in full at once, seen as before; else D, fills, A.
+        as_u = not fills and display == order.display and tif[0] != ouch.TIF_IOC
+        old_ref = order.ref
+        if not as_u:
+            self.market.delete(ts, order)
         order.urn, order.ref, order.price, order.total = urn, ref, price, qty
         order.tif, order.display, order.ise, order.clordid = tif, display, ise, clordid
         self.orders[ref] = order
@@ -251,11 +355,11 @@ class Exchange:
                                             symbol, price, tif, display, ref, order.capacity,
                                             ise, order.cross, b"L", clordid, 0))
         self._settle(order, fills, ts)
-        self._after_match(order, 0, ts)
+        self._after_match(order, 0, ts, replaced=old_ref if as_u else 0)
     # --8<-- [end:replace]
 
     # --8<-- [start:cancel]
-    def _reduce_to(self, order: _Order, size: int) -> int:
+    def _reduce_to(self, order: _Order, size: int, ts: int) -> int:
         """Cut a live order to ``size`` shares (0: cancel it); returns the decrement."""
         book = self.books[order.locate]
         found = book.order(order.ref)
@@ -265,9 +369,11 @@ class Exchange:
             return 0                 # an increase, or no change: nothing to take
         if size == 0:
             book.cancel(order.ref)
+            self.market.delete(ts, order)
             self._forget(order)
         else:
             book.reduce(order.ref, left - size)   # keeps its place in the queue
+            self.market.cancel(ts, order, left - size)
         return left - size
 
     def _cancel(self, user: int, msg: bytes, ts: int) -> None:
@@ -275,7 +381,7 @@ class Exchange:
         order = self.users[user].live.get(urn)
         if order is None:
             return self._ignored()   # a superfluous cancel is silently ignored (spec §2.3)
-        taken = self._reduce_to(order, size)
+        taken = self._reduce_to(order, size, ts)
         if taken == 0:
             return self._ignored()
         self._emit(user, ouch.CANCELED.pack(b"C", ts, urn, taken, ouch.CANCEL_USER))
@@ -289,7 +395,7 @@ class Exchange:
         if side != order.side and (side not in _SELLS or order.side not in _SELLS):
             return self._ignored()   # only S <-> T <-> E (spec §2.3; a project choice)
         order.side = side
-        self._reduce_to(order, size)         # increases are ignored, 0 cancels
+        self._reduce_to(order, size, ts)         # increases are ignored, 0 cancels
         found = self.books[order.locate].order(order.ref)
         left = 0 if found is None else found[2]
         self._emit(user, ouch.MODIFIED.pack(b"M", ts, urn, side, left))
@@ -491,9 +597,14 @@ class _Session:
 class Server:
     """The asyncio server, run in a thread of its own: ``start()`` returns the port."""
 
-    def __init__(self, config: EntryConfig | None = None, port: int = 0) -> None:
+    def __init__(self, config: EntryConfig | None = None, port: int = 0,
+                 itch_out: str | Path | None = None) -> None:
         self.exchange = Exchange(config or EntryConfig())
         self.port = port
+        # The exchange's ITCH feed goes to this file as it is made (else it is dropped):
+        # unbuffered, one write per round of input, as the C++ twin does.
+        self.itch_out: BinaryIO | None = (open(itch_out, "wb", buffering=0)
+                                          if itch_out else None)
         self.sessions: set[_Session] = set()
         self.logged_in: dict[int, _Session] = {}
         self.closing = False
@@ -506,8 +617,28 @@ class Server:
     def stats(self) -> dict[str, int]:
         return dict(self.exchange.stats)
 
+    def write_market_data(self) -> None:
+        """What the exchange published since the last call, to the feed file if any."""
+        data = self.exchange.market.take()
+        if self.itch_out is None or not data:
+            return
+        try:
+            self.itch_out.write(data)
+        except OSError:              # a full disk, say: count it, stop writing the feed
+            self.exchange.stats["market_data_errors"] += 1
+            self.close_market_data()
+
+    def close_market_data(self) -> None:
+        if self.itch_out is not None:
+            try:
+                self.itch_out.close()
+            except OSError:
+                self.exchange.stats["market_data_errors"] += 1
+            self.itch_out = None
+
     def flush_all(self) -> None:
         """After inbound packets: each logged-in session whose log grew writes it."""
+        self.write_market_data()
         dirty, self.exchange.dirty = self.exchange.dirty, set()
         for user in sorted(dirty):
             session = self.logged_in.get(user)
@@ -562,6 +693,8 @@ class Server:
         self.closing = True
         server.close()
         self.exchange.end_of_day()
+        self.write_market_data()
+        self.close_market_data()
         until = time.monotonic() + 0.5       # bounded: 500 ms in all for the goodbyes
         for session in list(self.logged_in.values()):
             assert session.user is not None
@@ -594,6 +727,7 @@ class Server:
         if not self._ready.wait(10):
             raise RuntimeError("naive entry server did not start in 10 s")
         if self._error is not None:
+            self.close_market_data()
             raise self._error
         return self.port
 

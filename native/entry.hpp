@@ -5,6 +5,8 @@
 //     appends outbound messages to the users' sequenced logs (one per user for the day;
 //     a message's sequence number is its place in the log, from 1). The engine is
 //     market.hpp's Market in match mode, one event per message.
+//   * MarketData: the exchange's own ITCH 5.0 feed (A F E P X D U, and S and R), made from
+//     the same events as the OUCH messages; the rules are in naive/entry.py's MarketData.
 //   * Server: one thread, non-blocking sockets, epoll. A session's output *is* its
 //     user's log from the session's offset on (plus a few bytes of session packets):
 //     nothing is copied per message, a replay is a write from an offset, and a client
@@ -47,7 +49,7 @@ enum Stat : int {
     Connections, Logins, LoginRejectedAuth, LoginRejectedSession, Logouts, PacketsIn,
     MessagesIn, MessagesOut, HeartbeatsOut, Replayed, BadLength, TooLong, UnknownPacket,
     BeforeLogin, LoginTimeout, IdleTimeout, EofMidPacket, TooManyConnections, SlowConsumer,
-    UnknownMessage, BadMessageLength, Ignored, Rejected, kStats
+    UnknownMessage, BadMessageLength, Ignored, Rejected, MarketDataOut, MarketDataErrors, kStats
 };
 // --8<-- [end:stats]
 
@@ -156,10 +158,121 @@ struct UserLog {
     UrnMap live;                       // UserRefNum -> index into Exchange::orders_
 };
 
+// --8<-- [start:market_data]
+// The exchange's ITCH 5.0 feed, framed as an ITCH file (a 2-byte length before each
+// message), byte for byte what naive/entry.py's MarketData writes: the same rules (an
+// order appears when it rests; E for a fill against a displayed order, P with reference
+// 0 and side B for a hidden one; X, D; U only for a replace that rests in full at once).
+// Appended to one buffer that the server writes out after each round of input: no
+// allocation per message once the buffer has reached its working size.
+class MarketData {
+public:
+    // `published` counts the messages (Exchange's stats[MarketDataOut]; one writer).
+    MarketData(const Config& cfg, std::atomic<std::uint64_t>& published, std::uint64_t ts)
+        : cfg_(cfg), published_(published) {
+        out_.reserve(1 << 16);
+        for (const std::string& u : cfg.users) {   // the MPID: the user's first 4 letters
+            std::array<char, 4> m;
+            m.fill(' ');
+            std::copy_n(u.begin(), std::min<std::size_t>(4, u.size()), m.begin());
+            mpids_.push_back(m);
+        }
+        system(ts, 'O');
+        for (std::size_t i = 0; i < cfg.symbols.size(); ++i) {
+            std::uint8_t* p = put('R', std::uint16_t(i + 1), ts, 39);
+            std::memcpy(p + 11, cfg.symbols[i].data(), 8);
+            p[19] = 'Q';   // Market Category: NASDAQ Global Select
+            p[20] = 'N';   // Financial Status: normal
+            put32(p + 21, 100);   // Round Lot Size
+            std::memcpy(p + 25, "NCZ PNN2N", 9);   // lots only, class, subtype, auth, SSR, IPO, LULD, ETP
+            put32(p + 34, 0);     // ETP Leverage Factor
+            p[38] = 'N';          // Inverse Indicator
+        }
+        system(ts, 'S');
+        system(ts, 'Q');
+    }
+    void system(std::uint64_t ts, char code) { put('S', 0, ts, 12)[11] = std::uint8_t(code); }
+    void end(std::uint64_t ts) { system(ts, 'M'); system(ts, 'E'); system(ts, 'C'); }
+
+    void add(std::uint64_t ts, const Order& o, std::uint32_t shares) {
+        if (o.display == 'N') return;                 // hidden: never on the feed
+        const bool mpid = o.display == 'A';
+        std::uint8_t* p = put(mpid ? 'F' : 'A', loc(o), ts, mpid ? 40 : 36);
+        put64(p + 11, o.ref);
+        p[19] = o.side == 'B' ? 'B' : 'S';            // T and E sell
+        put32(p + 20, shares);
+        std::memcpy(p + 24, cfg_.symbols[o.locate].data(), 8);
+        put32(p + 32, o.price);
+        if (mpid) std::memcpy(p + 36, mpids_[o.user].data(), 4);
+    }
+    void executed(std::uint64_t ts, const Order& o, std::uint32_t shares, std::uint32_t price,
+                  std::uint64_t match) {
+        if (o.display == 'N') {                       // P: reference 0, side B (since 2014)
+            std::uint8_t* p = put('P', loc(o), ts, 44);
+            put64(p + 11, 0);
+            p[19] = 'B';
+            put32(p + 20, shares);
+            std::memcpy(p + 24, cfg_.symbols[o.locate].data(), 8);
+            put32(p + 32, price);
+            put64(p + 36, match);
+            return;
+        }
+        std::uint8_t* p = put('E', loc(o), ts, 31);
+        put64(p + 11, o.ref);
+        put32(p + 19, shares);
+        put64(p + 23, match);
+    }
+    void cancel(std::uint64_t ts, const Order& o, std::uint32_t shares) {
+        if (o.display == 'N') return;
+        std::uint8_t* p = put('X', loc(o), ts, 23);
+        put64(p + 11, o.ref);
+        put32(p + 19, shares);
+    }
+    void remove(std::uint64_t ts, const Order& o) {   // D (delete is a C++ keyword)
+        if (o.display == 'N') return;
+        put64(put('D', loc(o), ts, 19) + 11, o.ref);
+    }
+    void replace(std::uint64_t ts, std::uint64_t old_ref, const Order& o, std::uint32_t shares) {
+        if (o.display == 'N') return;
+        std::uint8_t* p = put('U', loc(o), ts, 35);
+        put64(p + 11, old_ref);
+        put64(p + 19, o.ref);
+        put32(p + 27, shares);
+        put32(p + 31, o.price);
+    }
+
+    std::vector<std::uint8_t>& bytes() { return out_; }
+
+private:
+    static std::uint16_t loc(const Order& o) { return std::uint16_t(o.locate + 1); }
+    // Room for one framed message of n bytes, its common header written (type, locate,
+    // tracking 0, the 6-byte timestamp); returns the message's first byte.
+    std::uint8_t* put(char type, std::uint16_t locate, std::uint64_t ts, std::size_t n) {
+        const std::size_t at = out_.size();
+        out_.resize(at + 2 + n);
+        std::uint8_t* p = &out_[at];
+        put16(p, std::uint16_t(n));
+        p += 2;
+        p[0] = std::uint8_t(type);
+        put16(p + 1, locate);
+        put16(p + 3, 0);
+        put16(p + 5, std::uint16_t(ts >> 32));        // 48 bits: the high 16, then the low 32
+        put32(p + 7, std::uint32_t(ts));
+        published_.store(published_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        return p;
+    }
+    const Config& cfg_;
+    std::vector<std::array<char, 4>> mpids_;
+    std::atomic<std::uint64_t>& published_;
+    std::vector<std::uint8_t> out_;
+};
+// --8<-- [end:market_data]
+
 // --8<-- [start:exchange]
 class Exchange {
 public:
-    explicit Exchange(const Config& cfg) : cfg_(cfg), market_(Mode::Match), logs_(cfg.users.size()) {
+    explicit Exchange(const Config& cfg)
+        : cfg_(cfg), market_(Mode::Match), logs_(cfg.users.size()), feed_(cfg_, stats[MarketDataOut], clock()) {
         for (UserLog& l : logs_) { l.bytes.reserve(1 << 16); l.ends.reserve(1 << 10); }
         orders_.reserve(1 << 12);
         free_.reserve(1 << 12);
@@ -176,6 +289,8 @@ public:
     const Config& config() const { return cfg_; }
     UserLog& log(std::uint32_t u) { return logs_[u]; }
     const UserLog& log(std::uint32_t u) const { return logs_[u]; }
+    // The ITCH bytes published since the caller last cleared them (the server writes them).
+    std::vector<std::uint8_t>& market_data() { return feed_.bytes(); }
 
     std::uint64_t clock() const {
         if (cfg_.fixed_clock) return kOpenNs + handled_;
@@ -186,6 +301,7 @@ public:
     void end_of_day() {
         const std::uint64_t ts = clock();
         for (std::uint32_t u = 0; u < logs_.size(); ++u) system_event(u, ts, 'E');
+        feed_.end(ts);
     }
 
     // One OUCH message (the payload of a U packet) from logged-in user u.
@@ -382,10 +498,13 @@ private:
             const std::uint64_t match = next_match_++;
             executed(orders_[ri], f, 'A', match, ts);
             executed(orders_[ai], f, 'R', match, ts);
+            feed_.executed(ts, orders_[ri], f.qty, f.price, match);
             if (left_of(orders_[ri]) == 0) forget(ri);
         }
     }
-    void after_match(std::uint32_t i, std::uint32_t unfilled, std::uint64_t ts) {
+    // What rests is published: A/F, or U from `replaced` (the old reference, 0: none).
+    void after_match(std::uint32_t i, std::uint32_t unfilled, std::uint64_t ts,
+                     std::uint64_t replaced = 0) {
         Order& o = orders_[i];
         std::uint32_t left = left_of(o);
         if (left != 0 && o.tif == '3') {   // IOC: the remainder is canceled
@@ -395,12 +514,15 @@ private:
         }
         if (unfilled != 0) canceled(o, unfilled, 'I', ts);
         if (left == 0) forget(i);
+        else if (replaced != 0) feed_.replace(ts, replaced, o, left);
+        else feed_.add(ts, o, left);
     }
     // --8<-- [end:fills]
 
     void cancel_all(std::uint32_t i, std::uint64_t ts) {
         const std::uint32_t left = left_of(orders_[i]);
         run('D', orders_[i], 0, 0, 0);
+        feed_.remove(ts, orders_[i]);
         canceled(orders_[i], left, 'U', ts);
         forget(i);
     }
@@ -422,6 +544,10 @@ private:
         const std::uint64_t ref = next_ref_++;
         l.live.erase(orig);
         run('U', orders_[i], ref, std::uint32_t(price), std::uint32_t(outstanding));
+        // On the feed: U if it rests in full at once, seen as before; else D, fills, A.
+        const bool as_u = fills_.empty() && display == orders_[i].display && tif != '3';
+        const std::uint64_t old_ref = orders_[i].ref;
+        if (!as_u) feed_.remove(ts, orders_[i]);
         Order& o = orders_[i];   // the same slot, under its new reference
         if (ref_slot_.size() <= ref) ref_slot_.resize(std::max<std::size_t>(ref + 1, ref_slot_.size() * 2), 0);
         ref_slot_[ref] = i;
@@ -447,19 +573,21 @@ private:
         put16(p + 66, 0);
         emit(u, kReplaced);
         settle(i, ts);
-        after_match(i, 0, ts);
+        after_match(i, 0, ts, as_u ? old_ref : 0);
     }
     // --8<-- [end:replace]
 
     // Cut a live order to `size` shares (0: cancel it); returns the decrement.
-    std::uint32_t reduce_to(std::uint32_t i, std::uint32_t size) {
+    std::uint32_t reduce_to(std::uint32_t i, std::uint32_t size, std::uint64_t ts) {
         const std::uint32_t left = left_of(orders_[i]);
         if (size >= left) return 0;
         if (size == 0) {
             run('D', orders_[i], 0, 0, 0);
+            feed_.remove(ts, orders_[i]);
             forget(i);
         } else {
             run('X', orders_[i], 0, 0, left - size);   // keeps its place in the queue
+            feed_.cancel(ts, orders_[i], left - size);
         }
         return left - size;
     }
@@ -468,7 +596,7 @@ private:
         const std::uint32_t* at = logs_[u].live.find(urn);
         if (at == nullptr) return bump(Ignored);    // superfluous cancels: ignored (spec §2.3)
         const std::uint32_t i = *at;
-        const std::uint32_t taken = reduce_to(i, size);
+        const std::uint32_t taken = reduce_to(i, size, ts);
         if (taken == 0) return bump(Ignored);
         canceled(orders_[i], taken, 'U', ts);
     }
@@ -482,7 +610,7 @@ private:
         if (side != o.side && (!one_of(side, "STE") || !one_of(o.side, "STE")))
             return bump(Ignored);                   // only S <-> T <-> E (a project choice)
         o.side = side;
-        reduce_to(i, size);                         // increases are ignored, 0 cancels
+        reduce_to(i, size, ts);                     // increases are ignored, 0 cancels
         const std::uint32_t left = size == 0 ? 0 : left_of(o);
         std::uint8_t* p = head('M', ts);
         put32(p + 9, urn);
@@ -520,6 +648,7 @@ private:
     std::vector<FillRecord> fills_;
     std::vector<std::uint32_t> scratch_urns_;
     std::uint64_t next_ref_ = 1, next_match_ = 1, handled_ = 0;
+    MarketData feed_;                        // after cfg_ and stats: it uses both
     std::uint8_t scratch_[128];              // the outbound message being built
     // The outbound sizes this exchange writes (contract/ouch.py; the test checks them
     // against the spec's table): the largest, Order Replaced, fits the scratch buffer.
@@ -557,7 +686,14 @@ inline std::int64_t now_ms() {
 
 class Server {
 public:
-    Server(const Config& cfg, std::uint16_t port) : ex_(cfg), cfg_(cfg) {
+    // itch_out: the file the exchange's ITCH feed is written to ("" : the feed is dropped).
+    Server(const Config& cfg, std::uint16_t port, const std::string& itch_out = "")
+        : ex_(cfg), cfg_(cfg) {
+        if (!itch_out.empty()) {
+            itch_fd_ = ::open(itch_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+            if (itch_fd_ < 0)
+                throw std::runtime_error("cannot write " + itch_out + ": " + std::strerror(errno));
+        }
         listen_fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (listen_fd_ < 0) throw std::runtime_error("socket() failed");
         int one = 1;
@@ -569,6 +705,7 @@ public:
         if (::bind(listen_fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 ||
             ::listen(listen_fd_, 256) != 0) {
             ::close(listen_fd_);
+            if (itch_fd_ >= 0) ::close(itch_fd_);
             throw std::runtime_error("bind/listen on 127.0.0.1:" + std::to_string(port) + " failed: " +
                                      std::strerror(errno));
         }
@@ -588,6 +725,7 @@ public:
         ::close(listen_fd_);
         ::close(ep_);
         ::close(wake_);
+        if (itch_fd_ >= 0) ::close(itch_fd_);
     }
     std::uint16_t port() const { return port_; }
     std::uint64_t stat(int k) const { return ex_.stats[k].load(std::memory_order_relaxed); }
@@ -613,6 +751,7 @@ public:
                 if (s.fd >= 0 && (evs[k].events & EPOLLOUT)) flush(s, tag);
             }
             flush_dirty();
+            write_market_data();
             timers();
         }
         finish();
@@ -848,6 +987,19 @@ private:
     }
     std::int32_t by_slot(std::uint32_t u) const { return by_user_[u]; }
 
+    // What the exchange published since the last call, to the feed file (a blocking write:
+    // a file, not a socket). A failed write is counted and ends the file.
+    void write_market_data() {
+        std::vector<std::uint8_t>& out = ex_.market_data();
+        for (std::size_t at = 0; itch_fd_ >= 0 && at < out.size();) {
+            const ssize_t w = ::write(itch_fd_, out.data() + at, out.size() - at);
+            if (w < 0 && errno == EINTR) continue;
+            if (w <= 0) { ex_.bump(MarketDataErrors); ::close(itch_fd_); itch_fd_ = -1; break; }
+            at += std::size_t(w);
+        }
+        out.clear();   // keeps its capacity: no allocation next round
+    }
+
     // --8<-- [start:timers]
     void timers() {
         const std::int64_t now = now_ms();
@@ -878,6 +1030,8 @@ private:
     void finish() {
         ex_.end_of_day();
         flush_dirty();
+        write_market_data();
+        if (itch_fd_ >= 0) { ::close(itch_fd_); itch_fd_ = -1; }
         const std::int64_t until = now_ms() + 500;
         for (std::size_t i = 0; i < sessions_.size(); ++i) {
             Session& s = *sessions_[i];
@@ -896,7 +1050,7 @@ private:
 
     Exchange ex_;
     Config cfg_;
-    int listen_fd_ = -1, ep_ = -1, wake_ = -1;
+    int listen_fd_ = -1, ep_ = -1, wake_ = -1, itch_fd_ = -1;
     std::uint16_t port_ = 0;
     std::vector<std::unique_ptr<Session>> sessions_;
     std::vector<std::int32_t> by_user_;      // user -> its session's slot, or -1

@@ -60,15 +60,15 @@ void register_entry(nb::module_& m) {
                 const std::vector<std::string>& passwords, const std::vector<std::string>& symbols,
                 const std::string& session, std::int64_t heartbeat_ms, std::int64_t idle_timeout_ms,
                 std::int64_t login_timeout_ms, std::size_t max_sessions, std::size_t out_limit,
-                bool fixed_clock, int sndbuf, std::uint16_t port) {
+                bool fixed_clock, int sndbuf, std::uint16_t port, const std::string& itch_out) {
                  new (self) Server(make_config(users, passwords, symbols, session, heartbeat_ms,
                                                idle_timeout_ms, login_timeout_ms, max_sessions,
                                                out_limit, fixed_clock, sndbuf),
-                                   port);
+                                   port, itch_out);
              },
              "users"_a, "passwords"_a, "symbols"_a, "session"_a, "heartbeat_ms"_a,
              "idle_timeout_ms"_a, "login_timeout_ms"_a, "max_sessions"_a, "out_limit"_a,
-             "fixed_clock"_a, "sndbuf"_a, "port"_a)
+             "fixed_clock"_a, "sndbuf"_a, "port"_a, "itch_out"_a = "")
         .def_prop_ro("port", &Server::port)
         .def("run", &Server::run, nb::call_guard<nb::gil_scoped_release>(),
              "The event loop, until stop() (GIL released)")

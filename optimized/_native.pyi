@@ -1608,6 +1608,7 @@ class EntryServerCore:
         fixed_clock: bool,
         sndbuf: int,
         port: int,
+        itch_out: str = "",
     ) -> None: ...
     @property
     def port(self) -> int: ...

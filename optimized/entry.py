@@ -9,6 +9,7 @@ eventfd and joins it, within a bound.
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from contract.soupbin import STAT_KEYS, EntryConfig
 from optimized._native import EntryServerCore
@@ -19,14 +20,15 @@ __all__ = ["Server"]
 class Server:
     """The C++ server in a thread of its own: ``start()`` returns the port (127.0.0.1)."""
 
-    def __init__(self, config: EntryConfig | None = None, port: int = 0) -> None:
+    def __init__(self, config: EntryConfig | None = None, port: int = 0,
+                 itch_out: str | Path | None = None) -> None:
         cfg = (config or EntryConfig()).check()
         self.config = cfg
         self._core = EntryServerCore(
             [u.upper() for u in cfg.users], [p.upper() for p in cfg.users.values()],
             list(cfg.symbols), cfg.session, cfg.heartbeat_ms, cfg.idle_timeout_ms,
             cfg.login_timeout_ms, cfg.max_sessions, cfg.out_limit, cfg.clock == "fixed",
-            cfg.sndbuf, port)
+            cfg.sndbuf, port, str(itch_out) if itch_out else "")
         self.port: int = self._core.port
         self._thread: threading.Thread | None = None
 

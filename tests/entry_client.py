@@ -26,8 +26,10 @@ def enter(urn: int, side: bytes, qty: int, price: int, symbol: bytes = b"AAPL",
     return sb.frame(sb.UNSEQUENCED, msg)
 
 
-def replace(orig: int, urn: int, qty: int, price: int, tif: bytes = b"0") -> bytes:
-    msg = ouch.REPLACE.pack(b"U", orig, urn, qty, price, tif, b"Y", b"N", clordid(f"R{urn}"), 0)
+def replace(orig: int, urn: int, qty: int, price: int, tif: bytes = b"0",
+            display: bytes = b"Y") -> bytes:
+    msg = ouch.REPLACE.pack(b"U", orig, urn, qty, price, tif, display, b"N",
+                            clordid(f"R{urn}"), 0)
     return sb.frame(sb.UNSEQUENCED, msg)
 
 

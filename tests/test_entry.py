@@ -595,13 +595,15 @@ def test_golden_transcript(impl: str) -> None:
 
 
 def record_golden() -> None:  # pragma: no cover - run by hand: python -m tests.test_entry
+    """Record session.json (the bytes in and out) and session.itch (the exchange's ITCH
+    feed of the same session, tests/test_entry_market_data.py) from the naive twin."""
     from naive.entry import Server
-    srv = Server(golden_config())
+    GOLDEN.mkdir(parents=True, exist_ok=True)
+    srv = Server(golden_config(), itch_out=GOLDEN / "session.itch")
     try:
         out = play(srv.start(), None)
     finally:
         srv.stop()
-    GOLDEN.mkdir(parents=True, exist_ok=True)
     (GOLDEN / "session.json").write_text(json.dumps(out, indent=1) + "\n")
 
 

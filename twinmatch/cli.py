@@ -592,10 +592,10 @@ def serve_cmd(args: argparse.Namespace) -> int:
     try:
         if args.impl == "naive":
             from naive.entry import Server
-            server: Any = Server(cfg, args.port)
+            server: Any = Server(cfg, args.port, itch_out=args.itch_out)
         else:
             from optimized.entry import Server as OptimizedServer
-            server = OptimizedServer(cfg, args.port)
+            server = OptimizedServer(cfg, args.port, itch_out=args.itch_out)
         port = server.start()
     except (OSError, RuntimeError) as exc:
         return _bad_argument("serve", exc)
@@ -638,6 +638,8 @@ def _add_entry_parsers(sub: Any) -> None:
     s.add_argument("--load-users", type=int, default=0, metavar="N",
                    help="also users L00001..N, password LOAD (for twinmatch load)")
     s.add_argument("--clock", choices=["wall", "fixed"], help="fixed: deterministic stamps")
+    s.add_argument("--itch-out", type=Path, metavar="FILE",
+                   help="write the exchange's own ITCH 5.0 market data here (an ITCH file)")
     s.set_defaults(func=serve_cmd)
     ld = sub.add_parser("load", help="chapter 12: a load client for twinmatch serve")
     ld.add_argument("--port", type=int, required=True)
