@@ -221,4 +221,9 @@ def test_serve_itch_out_then_replay(tmp_path: Path) -> None:
     replay = subprocess.run([sys.executable, "-m", "twinmatch", "replay", str(feed_path),
                              "--json"], capture_output=True, text=True, timeout=60, check=False)
     assert replay.returncode == 0, replay.stderr
-    assert "AAPL" in replay.stdout or "messages" in replay.stdout
+    report = json.loads(replay.stdout)
+    assert report["messages"] == stats["market_data_out"]
+    assert not any(report["anomalies"].values()) and not any(report["rejects"].values())
+    assert report["by_type"]["A"] == 1 and report["by_type"]["E"] == 1   # the sell never rested
+    aapl = next(t for t in report["top"] if t["stock"] == "AAPL")
+    assert (aapl["bid"], aapl["bid_qty"], aapl["ask"]) == (1_000_000, 60, None)
