@@ -22,8 +22,9 @@
 //     65,536 nodes, added as the day needs them: growth copies nothing);
 //   * per locate and side, a window of price levels indexed by tick ($0.01 from $1 up,
 //     $0.0001 below), sized from what the symbol's prices do: it starts at 32 levels and
-//     doubles (up to window_levels) while the symbol keeps trading outside it, never to
-//     more than kLevelsPerOrder (16) levels per resting order on that side; prices
+//     doubles (up to window_levels) while the symbol keeps trading outside it, beyond
+//     the market's first 2^20 window levels never to more than kLevelsPerOrder (16)
+//     levels per resting order on that side; prices
 //     outside it (or off its tick grid) live in an ordered map per side, the slow path;
 //   * an order knows its price, so E C X D find their level by one subtraction and one
 //     multiply, and touch one order, one level and one line of per-locate state.
@@ -593,8 +594,11 @@ public:
     static constexpr std::uint32_t kMaxWindow = std::uint32_t(1) << 17;
     // A window grows only while its side rests at least one order per kLevelsPerOrder
     // levels: a window's memory (16 bytes a level) stays within 16 * kLevelsPerOrder
-    // bytes per resting order (or kMinWindow levels).
+    // bytes per resting order (or kMinWindow levels), except that the market's windows
+    // may hold kFreeLevels levels in all (16 MiB) whatever their orders: a day of a few
+    // symbols gets windows that cover its prices at once, a day of thousands the rule.
     static constexpr std::uint64_t kLevelsPerOrder = 16;
+    static constexpr std::uint64_t kFreeLevels = std::uint64_t(1) << 20;
     static constexpr std::uint64_t kDefaultWindow = kMaxWindow;
 
     explicit Market(Mode mode, std::uint64_t window_levels = kDefaultWindow)
@@ -1189,6 +1193,7 @@ private:
             sb.lv = lv;
             sb.bits = bits;
             sb.n = kMinWindow;
+            window_levels_ += kMinWindow;
         }
         const std::uint32_t tick = tick_for(price);
         set_grid(sb, sb.n, tick, place(price, sb.n, tick, s));
@@ -1197,12 +1202,31 @@ private:
     }
 
     // A far level was used: count it; enough of them and the window moves (between events).
+    // A far price better than the whole window (a bid above it, an ask below it) counts
+    // 16 times: the side's best has left the window, and every order at the top of the
+    // book now pays the far map's price, so the window follows it after n / 64 of them.
     void note_far(Locate& l, SideBook& sb, std::uint32_t price) {
         if (sb.tick != 1 && price % sb.tick != 0) sb.off_grid = 1;
-        if (++sb.far_ops >= far_limit(sb)) pending_ = &l;
+        const bool better = &sb == &l.side[0] ? price - sb.base < (1u << 31) && price - sb.base >= sb.span
+                                              : price < sb.base;
+        sb.far_ops += better ? 16 : 1;
+        if (sb.far_ops >= far_limit(sb)) pending_ = &l;
     }
-    // Far operations that pay for one window move: a move costs O(n / 64 + levels moved).
-    static std::uint32_t far_limit(const SideBook& sb) { return std::max<std::uint32_t>(16, sb.n / 4); }
+    // Far operations that pay for one window move: a move costs O(n / 64 + levels moved),
+    // so a side waits for n / 4 of them (a far operation costs several times a level
+    // moved), which bounds what a side whose prices jump about can spend on moves. A
+    // window that may still double is different: a side can grow at most log2(cap / 32)
+    // times before it empties, and each growth costs O(the orders resting), so it grows
+    // after 16 far operations instead of waiting for n / 4 of them at every size.
+    std::uint32_t far_limit(const SideBook& sb) const {
+        if (can_grow(sb)) return 16;
+        return std::max<std::uint32_t>(16, sb.n / 4);
+    }
+    bool can_grow(const SideBook& sb) const { return sb.n < window_cap_ && may_hold(sb, 2 * std::uint64_t(sb.n)); }
+    // May this side's window have m levels (m > sb.n)? By its orders, or from the free levels.
+    bool may_hold(const SideBook& sb, std::uint64_t m) const {
+        return m <= kLevelsPerOrder * std::uint64_t(sb.orders) || window_levels_ + m - sb.n <= kFreeLevels;
+    }
 
     // Between events: windows whose side emptied go back to the allocator (memory follows
     // the live orders); a side that keeps using far levels gets its window moved to its
@@ -1216,6 +1240,7 @@ private:
             if (sb.n == 0) continue;
             if (sb.orders == 0) {
                 if (sb.n > kMinWindow) {
+                    window_levels_ -= sb.n;
                     std::free(sb.lv);
                     sb.lv = nullptr;
                     sb.bits = nullptr;
@@ -1246,7 +1271,7 @@ private:
             const std::uint32_t lo = sb.far->begin()->first, hi = sb.far->rbegin()->first;
             return lo - b < m * tick && hi - b < m * tick;
         };
-        while (n < window_cap_ && 2 * std::uint64_t(n) <= kLevelsPerOrder * std::uint64_t(sb.orders) &&
+        while (n < window_cap_ && may_hold(sb, 2 * std::uint64_t(n)) &&
                (n == sb.n || !covers(n)))
             n *= 2;
         const std::uint32_t base = place(best, n, tick, s);
@@ -1308,6 +1333,7 @@ private:
             }
         }
         std::free(sb.lv);
+        window_levels_ += std::uint64_t(n) - sb.n;
         nw.far = sb.far;
         sb = nw;
         ++moves_;
@@ -1508,7 +1534,13 @@ private:
         if (e.price != 0) {  // price 0: the CSV convention for a market order, never rests
             orders_.reserve_one();
             refs_.reserve_for(e.order_ref);
-            p = prepare_level(l, sb, s, e.price);  // may throw: nothing changed yet
+            // A far price (or a side with no window yet) that will trade in full needs no
+            // level: a far map node made only to be erased after the match would be most
+            // of what such an order costs (and a new window would be placed around a
+            // price that never rests). The check reads the levels cross() will take.
+            const bool near = sb.orders != 0 && sb.slot(e.price) < sb.n;
+            if (near || !fills_completely(l, s, e.price, e.shares))
+                p = prepare_level(l, sb, s, e.price);  // may throw: nothing changed yet
         }
         count_book(l);
         const std::uint32_t left = cross(l, s, e.price, e.shares, e.order_ref, idx, fills);
@@ -1530,6 +1562,26 @@ private:
         const std::uint32_t left = cross(l, s, e.price, e.shares, e.new_order_ref, idx, fills);
         settle(l, sb, s, p, left, e.new_order_ref, locate, e.price);
         unlink(l, sb, s, i);
+    }
+
+    // Would an incoming limit order of `qty` at `limit` on side s trade in full? Yes if
+    // the other side's levels that it crosses, best first, hold qty shares. Reads only.
+    bool fills_completely(const Locate& l, int s, std::uint32_t limit, std::uint32_t qty) const {
+        const int o = s ^ 1;
+        const std::uint32_t best = l.s.best[o];
+        if (best == 0 || (s == 0 ? best > limit : best < limit)) return false;
+        std::uint64_t need = qty;
+        bool all = false;
+        for_each_level(l.side[o], o == 1, [&](std::uint32_t price, const PriceLevel& lv) {
+            if (s == 0 ? price > limit : price < limit) return false;
+            if (lv.total >= need) {
+                all = true;
+                return false;
+            }
+            need -= lv.total;
+            return true;
+        });
+        return all;
     }
 
     // Trade `qty` of an incoming order on side s against the other side, best price
@@ -1578,6 +1630,7 @@ private:
 
     Mode mode_;
     std::uint32_t window_cap_ = kDefaultWindow;
+    std::uint64_t window_levels_ = 0;   // levels of every window now (kFreeLevels' account)
     GrowthBudget budget_;
     RefIndex refs_;                                // reference -> order node, all books
     OrderPool orders_;                             // every resting order of the market

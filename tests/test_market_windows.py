@@ -117,6 +117,58 @@ def test_windows_move_and_grow_with_the_prices() -> None:
     assert m.books_csv() == want.books_csv()
 
 
+def uniform_flow(n: int, seed: int) -> np.ndarray:
+    """The benchmark's shape (chapter 5, ``uniform``): n/2 buys, then n/2 sells, prices
+    uniform over 10,000..90,000 in 1/10,000 $, 1..500 shares, references 1..n."""
+    rng = np.random.default_rng(seed)
+    ev = np.zeros(n, dtype=EVENT_DTYPE)
+    ev["type"] = ord("A")
+    ev["locate"] = 1
+    ev["order_ref"] = np.arange(1, n + 1)
+    ev["side"] = np.where(np.arange(n) < n // 2, ord("B"), ord("S"))
+    ev["shares"] = rng.integers(1, 501, n)
+    ev["price"] = rng.integers(10_000, 90_001, n)
+    return ev
+
+
+@pytest.mark.parametrize("cap", WINDOW_CAPS)
+def test_sells_that_trade_in_full_at_far_prices(cap: int) -> None:
+    """Sells far below the ask window that fill completely never rest, so they make no
+    far level (and no window around their price); those that do not fill rest. Fills and
+    books equal the naive twin's at every window cap."""
+    ev = uniform_flow(20_000, seed=3)
+    fast = optimized.market.Market("match", window_levels=cap)
+    slow = naive.market.Market("match")
+    for start in range(0, len(ev), 2_500):
+        part = ev[start:start + 2_500]
+        assert fast.run(part).tobytes() == slow.run(part).tobytes(), f"fills at {start}"
+        assert snapshot(fast) == snapshot(slow), f"after event {start + len(part)}"
+    assert fast.books_csv() == slow.books_csv()
+    if cap == 131_072:   # one symbol: its windows cover the whole 8-dollar range
+        assert fast.window_stats()["far_levels"] == 0
+
+
+def test_a_few_orders_get_a_wide_window_while_levels_are_free() -> None:
+    """A market's windows may hold 2**20 levels in all whatever their orders: 50 bids
+    spread over a $3 range on the 1/10,000 grid are all in one window (16 levels per
+    order would allow 800)."""
+    n = 50
+    ev = np.zeros(n, dtype=EVENT_DTYPE)
+    ev["type"] = ord("A")
+    ev["locate"] = 1
+    ev["order_ref"] = np.arange(1, n + 1)
+    ev["side"] = ord("B")
+    ev["shares"] = 100
+    ev["price"] = 10_000 + 613 * np.arange(n)            # 30,000 ticks apart in all
+    m = optimized.market.Market("book")
+    m.run(ev)                                            # the window grows as they come
+    again = ev.copy()
+    again["order_ref"] += n
+    m.run(again)                                         # the same prices: all in it now
+    stats = m.window_stats()
+    assert stats["far_levels"] == 0 and stats["largest"] >= 32_768
+
+
 def test_window_memory_follows_the_orders() -> None:
     """When a side's last order leaves, a grown window goes back to the allocator."""
     n = 4_000
