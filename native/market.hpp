@@ -1566,7 +1566,8 @@ private:
 
     // Would an incoming limit order of `qty` at `limit` on side s trade in full? Yes if
     // the other side's levels that it crosses, best first, hold qty shares. Reads only.
-    bool fills_completely(const Locate& l, int s, std::uint32_t limit, std::uint32_t qty) const {
+    [[gnu::noinline]] bool fills_completely(const Locate& l, int s, std::uint32_t limit,
+                                            std::uint32_t qty) const {
         const int o = s ^ 1;
         const std::uint32_t best = l.s.best[o];
         if (best == 0 || (s == 0 ? best > limit : best < limit)) return false;
