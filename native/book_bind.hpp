@@ -1,14 +1,15 @@
 // The binding machinery of the order books, shared by native/book_bind.cpp (Book,
-// MapBook, the module's book types) and native/book_steps_bind.cpp (chapter 1's steps).
+// MapBook, the module's book types), native/book_steps_bind.cpp (chapter 1's steps) and
+// native/layouts_bind.cpp (chapter 8's layouts).
 //
 // Two ways in: the per-call API (one Python call per operation, returning Python
 // objects; the boundary crossing costs more than the operation itself) and the
 // batch API apply(ops), which reads a numpy array of OpRecords in place, runs the
 // whole loop in C++ with the GIL released, and returns numpy arrays.
 //
-// Two translation units, so that the steps' five extra books do not change how the
-// compiler inlines Book's own code (its heuristics weigh the size of the whole unit).
-// Only those two files include this header, hence the using-directives.
+// Separate translation units, so that the steps' and the layouts' extra books do not
+// change how the compiler inlines Book's own code (its heuristics weigh the size of the
+// whole unit). Only those three files include this header, hence the using-directives.
 #pragma once
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
