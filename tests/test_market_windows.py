@@ -94,18 +94,25 @@ def test_windows_never_change_a_result(mode: str, seed: int, cap: int) -> None:
         assert stats["far_levels"] > 0  # the small cap keeps the far map in use
 
 
-def test_windows_move_and_grow_with_the_prices() -> None:
-    """A side that trades over a wide range gets a window that covers it (no far level
-    left), within the cap and within 16 levels per resting order."""
-    rng = np.random.default_rng(7)
-    n = 20_000
+def bids(prices: np.ndarray) -> np.ndarray:
+    """Add orders of 100 shares, locate 1, buys, references 1..n, at these prices."""
+    n = len(prices)
     ev = np.zeros(n, dtype=EVENT_DTYPE)
     ev["type"] = ord("A")
     ev["locate"] = 1
     ev["order_ref"] = np.arange(1, n + 1)
     ev["side"] = ord("B")
     ev["shares"] = 100
-    ev["price"] = 10_000 + rng.integers(0, 20_000, n)  # 1/10,000 $ grid, a $2 range
+    ev["price"] = prices
+    return ev
+
+
+def test_windows_move_and_grow_with_the_prices() -> None:
+    """A side that trades over a wide range gets a window that covers it (no far level
+    left), within the cap and within 16 levels per resting order."""
+    rng = np.random.default_rng(7)
+    n = 20_000
+    ev = bids(10_000 + rng.integers(0, 20_000, n))  # 1/10,000 $ grid, a $2 range
     m = optimized.market.Market("book")
     m.run(ev)
     stats = m.window_stats()
@@ -153,13 +160,7 @@ def test_a_few_orders_get_a_wide_window_while_levels_are_free() -> None:
     spread over a $3 range on the 1/10,000 grid are all in one window (16 levels per
     order would allow 800)."""
     n = 50
-    ev = np.zeros(n, dtype=EVENT_DTYPE)
-    ev["type"] = ord("A")
-    ev["locate"] = 1
-    ev["order_ref"] = np.arange(1, n + 1)
-    ev["side"] = ord("B")
-    ev["shares"] = 100
-    ev["price"] = 10_000 + 613 * np.arange(n)            # 30,000 ticks apart in all
+    ev = bids(10_000 + 613 * np.arange(n))               # 30,000 ticks apart in all
     m = optimized.market.Market("book")
     m.run(ev)                                            # the window grows as they come
     again = ev.copy()
