@@ -4,10 +4,12 @@
 // (refused, closed by the server, login rejected) and TimeoutError (logins too slow).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/tuple.h>
 
 #include <cstdint>
 #include <exception>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -20,13 +22,14 @@ namespace {
 
 // The latencies as a numpy int64 array without a copy: the vector moves into a capsule
 // that the array owns and frees.
-nb::object latencies_array(std::vector<std::int64_t>& v) {
+using Latencies = nb::ndarray<nb::numpy, std::int64_t, nb::ndim<1>>;
+
+Latencies latencies_array(std::vector<std::int64_t>& v) {
     auto* owned = new std::vector<std::int64_t>(std::move(v));
     nb::capsule owner(owned, [](void* p) noexcept {
         delete static_cast<std::vector<std::int64_t>*>(p);
     });
-    nb::ndarray<nb::numpy, std::int64_t, nb::ndim<1>> arr(owned->data(), {owned->size()}, owner);
-    return nb::cast(arr);
+    return Latencies(owned->data(), {owned->size()}, owner);
 }
 
 }  // namespace
@@ -67,8 +70,8 @@ void register_load(nb::module_& m) {
                 nb::gil_scoped_release unlocked;     // the whole run: no Python inside
                 r = twinmatch::load::run(p);
             }
-            return nb::make_tuple(r.sent, r.acks, r.seconds, r.unanswered, r.late_sends,
-                                  latencies_array(r.latencies_ns));
+            return std::make_tuple(r.sent, r.acks, r.seconds, r.unanswered, r.late_sends,
+                                   latencies_array(r.latencies_ns));
         },
         "port"_a, "sessions"_a, "requests"_a, "open"_a, "rate"_a, "window"_a, "cancel_share"_a,
         "replace_share"_a, "seed"_a, "timeout"_a, "first_user"_a, "pace"_a,
