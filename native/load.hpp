@@ -19,8 +19,9 @@
 //
 // No allocation per request once started: the latencies are reserved for every request,
 // each session's tables for its even share of them; a session that gets more than its
-// share (the closed loop does not deal evenly) grows its tables by doubling, a handful of
-// times at most over a run.
+// share (the closed loop does not deal evenly) grows its tables by doubling, at most
+// log2(sessions) times over a run. An output buffer grows (by doubling) only when more
+// than 64 KiB wait for a server that does not read.
 #pragma once
 
 #include <netinet/in.h>
