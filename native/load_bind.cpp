@@ -75,6 +75,6 @@ void register_load(nb::module_& m) {
         },
         "port"_a, "sessions"_a, "requests"_a, "open"_a, "rate"_a, "window"_a, "cancel_share"_a,
         "replace_share"_a, "seed"_a, "timeout"_a, "first_user"_a, "pace"_a,
-        "Chapter 12's load client in C++ (native/load.hpp), GIL released: "
-        "(sent, acks, seconds, unanswered, late_sends, latencies_ns)");
+        "Chapter 12's load client in C++ (native/load.hpp), GIL released.\n\n"
+        "Returns (sent, acks, seconds, unanswered, late_sends, latencies_ns).");
 }

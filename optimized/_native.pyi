@@ -1635,5 +1635,7 @@ def run_load_native(
     pace: bool,
 ) -> tuple[int, int, float, int, int, Annotated[NDArray[numpy.int64], dict(shape=(None,))]]:
     """
-    Chapter 12's load client in C++ (native/load.hpp), GIL released: (sent, acks, seconds, unanswered, late_sends, latencies_ns)
+    Chapter 12's load client in C++ (native/load.hpp), GIL released.
+
+    Returns (sent, acks, seconds, unanswered, late_sends, latencies_ns).
     """
