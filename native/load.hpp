@@ -72,7 +72,8 @@ struct Result {
 };
 
 // The limits twinmatch/load.py checks too (ValueError from both clients).
-inline constexpr std::int64_t kMaxRequests = 100'000'000;
+inline constexpr std::int64_t kMaxRequests = 10'000'000;
+inline constexpr int kMaxSessions = 1024;   // as the servers' max_sessions
 inline constexpr double kMinRate = 1e-3, kMaxRate = 1e9, kMaxTimeout = 1e6;
 inline constexpr int kMaxUser = 99'999;      // L99999: a username is 6 characters
 inline constexpr std::int64_t kLateNs = 1'000'000;  // open loop: a send over 1 ms late
@@ -84,7 +85,8 @@ inline void check(const Params& p) {
     if (!(p.rate >= kMinRate && p.rate <= kMaxRate))
         throw std::invalid_argument("rate: 0.001 .. 1e9 requests per second");
     if (p.requests > kMaxRequests)
-        throw std::invalid_argument("requests: at most 100,000,000");
+        throw std::invalid_argument("requests: at most 10,000,000");
+    if (p.sessions > kMaxSessions) throw std::invalid_argument("sessions: at most 1024");
     if (!(p.cancel_share >= 0) || !(p.replace_share >= 0) ||
         !(p.cancel_share + p.replace_share <= 1))
         throw std::invalid_argument("cancel_share and replace_share: 0 or more, at most 1 together");

@@ -77,21 +77,32 @@ def test_the_two_clients_send_the_same_mix(served: Running) -> None:
     {"mode": "sideways"}, {"sessions": 0}, {"requests": 0}, {"window": 0}, {"rate": 0},
     {"rate": float("nan")}, {"cancel_share": -0.1}, {"cancel_share": 0.7, "replace_share": 0.4},
     {"timeout": 0}, {"first_user": 0}, {"first_user": 99_999, "sessions": 2},
-    {"requests": 100_000_001}, {"client": "rust"},
+    {"requests": 10_000_001}, {"sessions": 1025}, {"port": 0}, {"port": 65536},
+    {"client": "rust"},
 ])
 @pytest.mark.parametrize("client", ["python", "native"])
 def test_bad_arguments_are_refused_by_both_clients(client: str, kw: dict[str, Any]) -> None:
-    args: dict[str, Any] = {"timeout": 5, "client": client, **kw}
+    args: dict[str, Any] = {"port": 1, "timeout": 5, "client": client, **kw}
     with pytest.raises(ValueError):
-        run_load(1, **args)
+        run_load(**args)
 
 
-def test_native_binding_checks_its_arguments_itself() -> None:
+@pytest.mark.parametrize(("kw", "words"), [
+    ({"sessions": 0}, "positive"), ({"sessions": 1025}, "sessions"), ({"window": 0}, "positive"),
+    ({"requests": 10_000_001}, "requests"), ({"rate": float("nan")}, "rate"),
+    ({"rate": 1e10}, "rate"), ({"cancel_share": -0.1}, "share"), ({"timeout": 0.0}, "timeout"),
+    ({"timeout": float("inf")}, "timeout"), ({"first_user": 0}, "first_user"),
+    ({"port": 0}, "port"), ({"port": 70_000}, "port"),
+])
+def test_native_binding_checks_its_arguments_itself(kw: dict[str, Any], words: str) -> None:
+    """The C++ side holds the same limits when called directly (no socket is opened)."""
     from optimized import _native
-    with pytest.raises(ValueError, match="positive"):
-        _native.run_load_native(1, 0, 10, False, 1000.0, 1, 0.1, 0.05, 1, 5.0, 1, False)
-    with pytest.raises(ValueError, match="port"):
-        _native.run_load_native(0, 1, 10, False, 1000.0, 1, 0.1, 0.05, 1, 5.0, 1, False)
+    args: dict[str, Any] = {"port": 1, "sessions": 1, "requests": 10, "open": False,
+                            "rate": 1000.0, "window": 1, "cancel_share": 0.1,
+                            "replace_share": 0.05, "seed": 1, "timeout": 5.0,
+                            "first_user": 1, "pace": False, **kw}
+    with pytest.raises(ValueError, match=words):
+        _native.run_load_native(**args)
 
 
 def _free_port() -> int:

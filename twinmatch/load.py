@@ -164,7 +164,7 @@ def _answer_key(msg: bytes) -> tuple[bytes, int] | None:
     return None
 
 
-def _check(mode: str, sessions: int, requests: int, rate: float, window: int,
+def _check(port: int, mode: str, sessions: int, requests: int, rate: float, window: int,
            cancel_share: float, replace_share: float, timeout: float, first_user: int,
            client: str) -> None:
     """The arguments both clients refuse, with the same ValueError (native/load.hpp's
@@ -177,14 +177,18 @@ def _check(mode: str, sessions: int, requests: int, rate: float, window: int,
         raise ValueError("sessions, requests, window and rate must be positive")
     if not 1e-3 <= rate <= 1e9:
         raise ValueError("rate: 0.001 .. 1e9 requests per second")
-    if requests > 100_000_000:
-        raise ValueError("requests: at most 100,000,000")
+    if requests > 10_000_000:
+        raise ValueError("requests: at most 10,000,000")
+    if sessions > 1024:
+        raise ValueError("sessions: at most 1024")
     if not (cancel_share >= 0 and replace_share >= 0 and cancel_share + replace_share <= 1):
         raise ValueError("cancel_share and replace_share: 0 or more, at most 1 together")
     if not 0 < timeout <= 1e6:
         raise ValueError("timeout: more than 0, at most 1e6 seconds")
     if first_user < 1 or first_user + sessions - 1 > 99_999:
         raise ValueError("first_user: the users L00001..L99999")
+    if not 0 < port < 65536:
+        raise ValueError("port: 1..65535")
 
 
 def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "closed",
@@ -200,7 +204,7 @@ def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "
     TimeoutError (the logins did not all complete in time); a run that times out after
     the logins returns what it has, the rest counted as ``unanswered``.
     """
-    _check(mode, sessions, requests, rate, window, cancel_share, replace_share, timeout,
+    _check(port, mode, sessions, requests, rate, window, cancel_share, replace_share, timeout,
            first_user, client)
     if client == "native":
         return _run_native(port, sessions, requests, mode, rate, window, cancel_share,
@@ -314,8 +318,6 @@ def _run_native(port: int, sessions: int, requests: int, mode: str, rate: float,
     """run_load through the C++ client (imported here: the Python one needs no build)."""
     from optimized import _native
 
-    if not 0 < port < 65536:
-        raise ValueError("port: 1..65535")
     sent, acks, seconds, unanswered, late, latencies = _native.run_load_native(
         port, sessions, requests, mode == "open", rate, window, cancel_share, replace_share,
         seed % (1 << 64), timeout, first_user, pace)
