@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -50,6 +51,9 @@ struct Error : std::runtime_error {
     enum Kind { Connection, Timeout } kind;
     Error(Kind k, const std::string& what) : std::runtime_error(what), kind(k) {}
 };
+
+// The run was asked to stop (Ctrl-C): the binding raises the KeyboardInterrupt it saw.
+struct Interrupted {};
 
 struct Params {
     int port = 0;
@@ -235,7 +239,10 @@ static_assert(2 + 1 + kEnter == 50 && 2 + 1 + kReplace == 43 && 2 + 1 + kCancel 
 
 class Client {
 public:
-    explicit Client(const Params& p) : p_(p), rng_(p.seed) {
+    // `interrupted`, if given, is asked about every 100 ms whether to stop (the binding
+    // checks Python's signals: the run holds no GIL, so Ctrl-C would wait for the timeout).
+    explicit Client(const Params& p, std::function<bool()> interrupted = {})
+        : p_(p), rng_(p.seed), interrupted_(std::move(interrupted)) {
         check(p);
         interval_ = 1e9 / p.rate;
         result_.latencies_ns.reserve(std::size_t(p.requests));
@@ -258,6 +265,12 @@ public:
 
 private:
     [[noreturn]] void fail(Error::Kind k, const std::string& what) { throw Error(k, what); }
+
+    void poll_interrupt(std::int64_t now) {
+        if (!interrupted_ || now - last_poll_ < 100'000'000) return;
+        last_poll_ = now;
+        if (interrupted_()) throw Interrupted{};
+    }
 
     void connect_all() {
         ep_ = ::epoll_create1(EPOLL_CLOEXEC);
@@ -333,6 +346,7 @@ private:
             if (all) return;
             const std::int64_t now = now_ns();
             if (now > deadline_) fail(Error::Timeout, "load: the sessions did not all log in in time");
+            poll_interrupt(now);
             const int n = ::epoll_wait(ep_, evs, 64, wait_ms(50'000'000));
             for (int k = 0; k < n; ++k) on_event(evs[k]);
         }
@@ -352,6 +366,7 @@ private:
         for (;;) {
             const std::int64_t now = now_ns();
             if (now > deadline_) break;               // the rest is counted as unanswered
+            poll_interrupt(now);
             const double elapsed = double(now - t0_);
             if (!p_.open) {
                 for (Session& s : ss_)
@@ -585,6 +600,8 @@ private:
 
     Params p_;
     Rng rng_;
+    std::function<bool()> interrupted_;
+    std::int64_t last_poll_ = 0;
     double interval_ = 0;           // ns between scheduled requests
     std::int64_t t0_ = 0, deadline_ = 0;
     int ep_ = -1;
@@ -592,6 +609,8 @@ private:
     Result result_;
 };
 
-inline Result run(const Params& p) { return Client(p).run(); }
+inline Result run(const Params& p, std::function<bool()> interrupted = {}) {
+    return Client(p, std::move(interrupted)).run();
+}
 
 }  // namespace twinmatch::load

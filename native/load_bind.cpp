@@ -66,9 +66,17 @@ void register_load(nb::module_& m) {
             p.pace = pace;
             twinmatch::load::check(p);               // ValueError, before any socket
             twinmatch::load::Result r;
-            {
+            // Every 100 ms the run takes the GIL for a moment to see whether a signal
+            // came (Ctrl-C); if so, the KeyboardInterrupt stays set and is raised here.
+            auto interrupted = [] {
+                nb::gil_scoped_acquire locked;
+                return PyErr_CheckSignals() != 0;
+            };
+            try {
                 nb::gil_scoped_release unlocked;     // the whole run: no Python inside
-                r = twinmatch::load::run(p);
+                r = twinmatch::load::run(p, interrupted);
+            } catch (const twinmatch::load::Interrupted&) {
+                throw nb::python_error();            // the error PyErr_CheckSignals set
             }
             return std::make_tuple(r.sent, r.acks, r.seconds, r.unanswered, r.late_sends,
                                    latencies_array(r.latencies_ns));

@@ -245,3 +245,33 @@ def test_the_framer_takes_packets_cut_anywhere() -> None:
         lsock.close()
     assert r.acks == r.sent == 60 and r.unanswered == 0
     assert len(answers) == 60 and {18, 64, 68} <= set(answers)   # all three kinds
+
+
+def test_ctrl_c_stops_a_native_run() -> None:
+    """The run holds no GIL, yet Ctrl-C (SIGINT) ends it at once, not at its timeout:
+    `twinmatch load --client native` against a listener that never answers the login."""
+    import signal
+    import subprocess
+    import sys
+
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(4)
+    lsock.settimeout(60)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "twinmatch", "load", "--port", str(lsock.getsockname()[1]),
+         "--sessions", "1", "--client", "native", "--timeout", "300"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        conn, _ = lsock.accept()      # the client is connected: inside the native run
+        with conn:
+            conn.settimeout(30)
+            assert conn.recv(64)      # its Login Request, never answered
+            proc.send_signal(signal.SIGINT)
+            _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        lsock.close()
+    assert proc.returncode != 0 and "KeyboardInterrupt" in err, err[-500:]
