@@ -316,8 +316,11 @@ private:
             if (err == EINPROGRESS) {
                 // At most 5 s (as the Python client), and never past the deadline.
                 pollfd pf{fd, POLLOUT, 0};
-                const std::int64_t left_ms = std::min<std::int64_t>(5000, (deadline_ - now_ns()) / 1'000'000);
-                const int r = ::poll(&pf, 1, int(std::max<std::int64_t>(left_ms, 0)));
+                const std::int64_t until = std::min(deadline_, now_ns() + 5'000'000'000LL);
+                int r;
+                do {                                  // a signal (EINTR) only waits again
+                    r = ::poll(&pf, 1, int(std::max<std::int64_t>(0, until - now_ns()) / 1'000'000));
+                } while (r < 0 && errno == EINTR);
                 if (r == 0) {
                     ::close(fd);
                     fail(Error::Timeout, "load: connecting to 127.0.0.1:" + std::to_string(p_.port) +
