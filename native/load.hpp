@@ -316,7 +316,7 @@ private:
             if (err == EINPROGRESS) {
                 // At most 5 s (as the Python client), and never past the deadline.
                 pollfd pf{fd, POLLOUT, 0};
-                const std::int64_t until = std::min(deadline_, now_ns() + 5'000'000'000LL);
+                const std::int64_t until = std::min<std::int64_t>(deadline_, now_ns() + 5'000'000'000);
                 int r;
                 do {                                  // a signal (EINTR) only waits again
                     r = ::poll(&pf, 1, int(std::max<std::int64_t>(0, until - now_ns()) / 1'000'000));
