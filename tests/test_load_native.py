@@ -181,10 +181,13 @@ def test_the_command_line_takes_the_client(served: Running,
         assert summary["acks"] == 100 and summary["unanswered"] == 0
 
 
-def _fake_exchange(lsock: socket.socket, answers: list[int]) -> None:
-    """One session of a minimal exchange whose answers arrive cut into pieces of 1 to 7
-    bytes (each its own send, some after a pause): the client's framer must put them
-    together wherever they are cut. Answers the first, and only the first, of each."""
+def _fake_exchange(lsock: socket.socket, answers: list[int], cut: bool = True,
+                   delay: float = 0.0, accepted: threading.Event | None = None) -> None:
+    """One session of a minimal exchange. With ``cut``, its answers arrive cut into pieces
+    of 1 to 7 bytes (each its own send, some after a pause): the client's framer must put
+    them together wherever they are cut. Each answer is sent twice: only the first is an
+    ack. ``delay``: seconds before each answer; ``accepted`` is set once it has its
+    connection."""
     import contextlib
     import itertools
     import struct
@@ -193,12 +196,15 @@ def _fake_exchange(lsock: socket.socket, answers: list[int]) -> None:
     from contract import soupbin as sb
 
     conn, _ = lsock.accept()
+    if accepted is not None:
+        accepted.set()
     conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     conn.settimeout(10)
-    pieces = itertools.cycle((1, 2, 7, 3, 5, 1, 1, 4))
+    pieces = itertools.cycle((1, 2, 7, 3, 5, 1, 1, 4) if cut else (1 << 16,))
     framer = sb.Framer()
 
     def send_cut(data: bytes) -> None:
+        time.sleep(delay)
         at = 0
         while at < len(data):
             n = next(pieces)
@@ -275,3 +281,37 @@ def test_ctrl_c_stops_a_native_run() -> None:
             proc.communicate()
         lsock.close()
     assert proc.returncode != 0 and "KeyboardInterrupt" in err, err[-500:]
+
+
+def test_a_session_that_gets_more_than_its_share() -> None:
+    """The closed loop does not deal evenly: here one session's exchange answers at once
+    and the other's after 20 ms, so the first sends nearly every request, far past the
+    even share its tables were sized for (they grow), and every ack still counts."""
+    lsock = socket.socket()
+    lsock.bind(("127.0.0.1", 0))
+    lsock.listen(2)
+    lsock.settimeout(10)
+    fast: list[int] = []
+    slow: list[int] = []
+    got_first = threading.Event()
+    first = threading.Thread(target=_fake_exchange, args=(lsock, fast, False, 0.0, got_first),
+                             daemon=True)
+    second = threading.Thread(target=_fake_exchange, args=(lsock, slow, False, 0.02),
+                              daemon=True)
+    result: list[Any] = []
+    client = threading.Thread(target=lambda: result.append(run_load(
+        lsock.getsockname()[1], sessions=2, requests=600, window=1, cancel_share=0.2,
+        replace_share=0.2, timeout=30, client="native")), daemon=True)
+    first.start()              # it accepts the first connection, L00001's, then the
+    client.start()             # second thread the second one
+    try:
+        assert got_first.wait(10)
+        second.start()
+        client.join(30)
+    finally:
+        first.join(10)
+        second.join(10)
+        lsock.close()
+    assert result and result[0].acks == result[0].sent == 600, result
+    share = 600 // 2 + 2 + 1   # what native/load.hpp sizes each session's tables for
+    assert len(fast) > share and len(fast) + len(slow) == 600, (len(fast), len(slow))
