@@ -11,20 +11,21 @@ alone (chapters 5 and 6 measure that).
 
 * ``saturation``: closed loop, SESSIONS sessions, WINDOW requests outstanding each: as
   fast as the server (or the client) can go. The rate is acks per second. Parametrized by
-  client: the native rows are the servers' own saturation; the Python rows show where
-  the Python client's own limit lies (a client slower than the server caps the rate).
+  client: the native rows drive each server with the faster client; the Python rows show
+  where the Python client's own limit lies (a client slower than the server caps the rate).
 * ``latency`` (the Python client): the order-to-ack latency at a fixed offered RATE,
-  below either server's
-  saturation, in both modes: open loop (fixed schedule, latency from the scheduled send:
-  coordinated omission corrected) and closed loop (the same schedule, but one request
-  outstanding per session and latency from the actual send: a stall delays the requests
-  behind it, and they are timed from when they finally went out). Each also runs with
+  below either server's saturation, in both modes: open loop (fixed schedule, latency
+  from the scheduled send: coordinated omission corrected) and closed loop (the same
+  schedule, but one request outstanding per session and latency from the actual send: a
+  stall delays the requests behind it, and they are timed from when they finally went
+  out). Each also runs with
   the server process frozen (SIGSTOP) for STALL_MS a third of the way in: the open loop
   charges the stall to every request it delayed, the closed loop to a handful. Percentiles
   in extra_info["latency"].
 * ``paired``: the chapter's target, optimized vs naive server acks/s at saturation,
-  interleaved (tests/bench/paired.py), both driven by the native client (the same client
-  for both sides, fast enough not to be the bottleneck), so the ratio is the servers'.
+  interleaved (tests/bench/paired.py), both driven by the native client, the same for
+  both sides: the ratio is the servers' as far as that client keeps up with the faster
+  one (the saturation rows of the two clients show how much a slower client takes off).
 """
 
 from __future__ import annotations
