@@ -656,8 +656,8 @@ def _add_entry_parsers(sub: Any) -> None:
     ld.add_argument("--pace", action="store_true",
                     help="closed loop: also hold each request to the --rate schedule")
     ld.add_argument("--client", choices=["native", "python"], default="native",
-                    help="the C++ client (default: it can drive either server to "
-                         "saturation) or the Python one (twinmatch/load.py)")
+                    help="native/load.hpp (C++, the default: so the client is less "
+                         "likely to be what limits acks/s) or twinmatch/load.py; same rules")
     ld.add_argument("--json", action="store_true")
     ld.set_defaults(func=load_cmd)
 
