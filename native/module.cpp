@@ -20,6 +20,7 @@ void register_tables(nb::module_& m);      // chapter 14: research tables
 void register_layouts(nb::module_& m);     // chapter 8: book layouts compared
 void register_shard(nb::module_& m);       // chapter 10: sharding by symbol
 void register_entry(nb::module_& m);       // chapter 12: the order-entry server
+void register_load(nb::module_& m);        // chapter 12: the load client (harness)
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -41,4 +42,5 @@ NB_MODULE(_native, m) {
     register_layouts(m);
     register_shard(m);
     register_entry(m);
+    register_load(m);
 }

@@ -1619,3 +1619,23 @@ class EntryServerCore:
         """Ask run() to end (any thread)"""
 
     def stats(self) -> list[int]: ...
+
+def run_load_native(
+    port: int,
+    sessions: int,
+    requests: int,
+    open: bool,
+    rate: float,
+    window: int,
+    cancel_share: float,
+    replace_share: float,
+    seed: int,
+    timeout: float,
+    first_user: int,
+    pace: bool,
+) -> tuple[int, int, float, int, int, Annotated[NDArray[numpy.int64], dict(shape=(None,))]]:
+    """
+    Chapter 12's load client in C++ (native/load.hpp), GIL released.
+
+    Returns (sent, acks, seconds, unanswered, late_sends, latencies_ns).
+    """

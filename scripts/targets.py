@@ -129,7 +129,7 @@ TARGETS: tuple[Target, ...] = (
     *TABLES_TARGETS,
     Target("chapter 12", "order-entry-vs-naive",
            "order entry: optimized server >= 5x the naive one in acks/s at saturation "
-           "(closed loop, 4 sessions x 32 outstanding, the same Python load client)",
+           "(closed loop, 4 sessions x 32 outstanding, the same native load client)",
            "order_entry", 5.0),
 )
 

@@ -618,7 +618,7 @@ def load_cmd(args: argparse.Namespace) -> int:
                           mode=args.mode, rate=args.rate, window=args.window,
                           cancel_share=args.cancel, replace_share=args.replace,
                           seed=args.seed, timeout=args.timeout, first_user=args.first_user,
-                          pace=args.pace)
+                          pace=args.pace, client=args.client)
     except (OSError, ValueError) as exc:
         return _bad_argument("load", exc)
     summary = result.summary()
@@ -655,6 +655,9 @@ def _add_entry_parsers(sub: Any) -> None:
     ld.add_argument("--first-user", type=int, default=1, help="sessions log in from L<N>")
     ld.add_argument("--pace", action="store_true",
                     help="closed loop: also hold each request to the --rate schedule")
+    ld.add_argument("--client", choices=["native", "python"], default="native",
+                    help="native/load.hpp (C++, the default: so the client is less "
+                         "likely to be what limits acks/s) or twinmatch/load.py; same rules")
     ld.add_argument("--json", action="store_true")
     ld.set_defaults(func=load_cmd)
 

@@ -17,6 +17,12 @@ trade), and a share of Cancels and Replaces of this session's own resting orders
 "ack" of a request is the first message that names it: Accepted or Rejected for an
 Enter, Canceled for a Cancel, Replaced for a Replace. What every number includes: both
 processes, the loopback TCP stack and the kernel's scheduling on the machine's cores.
+
+Two clients, one set of rules: ``client="python"`` is this module (the readable one),
+``client="native"`` is ``native/load.hpp`` (the same loop in C++, GIL released), for when
+the Python client, not the server, is what limits the acks per second. They take the same
+arguments and return the same :class:`LoadResult`; each draws its own random stream from
+``seed`` (the same shares and rules, not the same orders).
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ import numpy as np
 from contract import ouch
 from contract import soupbin as sb
 
-__all__ = ["LoadResult", "load_users", "run_load"]
+__all__ = ["CLIENTS", "LoadResult", "load_users", "run_load"]
 
+CLIENTS = ("python", "native")
 PERCENTILES = (("p50", 50.0), ("p90", 90.0), ("p99", 99.0), ("p99.9", 99.9),
                ("p99.99", 99.99))
 
@@ -157,19 +164,51 @@ def _answer_key(msg: bytes) -> tuple[bytes, int] | None:
     return None
 
 
+def _check(port: int, mode: str, sessions: int, requests: int, rate: float, window: int,
+           cancel_share: float, replace_share: float, timeout: float, first_user: int,
+           client: str) -> None:
+    """The arguments both clients refuse, with the same ValueError (native/load.hpp's
+    ``check`` holds the same limits)."""
+    if client not in CLIENTS:
+        raise ValueError("client must be 'python' or 'native'")
+    if mode not in ("closed", "open"):
+        raise ValueError("mode must be 'closed' or 'open'")
+    if sessions < 1 or requests < 1 or window < 1 or not rate > 0:
+        raise ValueError("sessions, requests, window and rate must be positive")
+    if not 1e-3 <= rate <= 1e9:
+        raise ValueError("rate: 0.001 .. 1e9 requests per second")
+    if requests > 10_000_000:
+        raise ValueError("requests: at most 10,000,000")
+    if sessions > 1024:
+        raise ValueError("sessions: at most 1024")
+    if not (cancel_share >= 0 and replace_share >= 0 and cancel_share + replace_share <= 1):
+        raise ValueError("cancel_share and replace_share: 0 or more, at most 1 together")
+    if not 0 < timeout <= 1e6:
+        raise ValueError("timeout: more than 0, at most 1e6 seconds")
+    if first_user < 1 or first_user + sessions - 1 > 99_999:
+        raise ValueError("first_user: the users L00001..L99999")
+    if not 0 < port < 65536:
+        raise ValueError("port: 1..65535")
+
+
 def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "closed",
              rate: float = 10_000.0, window: int = 1, cancel_share: float = 0.1,
              replace_share: float = 0.05, seed: int = 1, timeout: float = 60.0,
-             first_user: int = 1, pace: bool = False) -> LoadResult:
+             first_user: int = 1, pace: bool = False, client: str = "python") -> LoadResult:
     """Send ``requests`` in all over ``sessions`` sessions; every wait bounded by timeout.
 
     ``pace`` (closed loop): also hold each request until its place in the ``rate``
     schedule, so both modes offer the same rate; latency still runs from the actual send.
+    ``client``: "python" (this module) or "native" (native/load.hpp, same semantics).
+    Errors: ConnectionError (refused, the server closed a session, a login rejected),
+    TimeoutError (the logins did not all complete in time); a run that times out after
+    the logins returns what it has, the rest counted as ``unanswered``.
     """
-    if mode not in ("closed", "open"):
-        raise ValueError("mode must be 'closed' or 'open'")
-    if sessions < 1 or requests < 1 or window < 1 or rate <= 0:
-        raise ValueError("sessions, requests, window and rate must be positive")
+    _check(port, mode, sessions, requests, rate, window, cancel_share, replace_share, timeout,
+           first_user, client)
+    if client == "native":
+        return _run_native(port, sessions, requests, mode, rate, window, cancel_share,
+                           replace_share, seed, timeout, first_user, pace)
     rng = random.Random(seed)
     sel = selectors.DefaultSelector()
     ss: list[_Session] = []
@@ -271,3 +310,16 @@ def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "
     return LoadResult(mode, sessions, sent, acks, seconds,
                       np.asarray(latencies, dtype=np.int64), unanswered, late)
 
+
+
+def _run_native(port: int, sessions: int, requests: int, mode: str, rate: float,
+                window: int, cancel_share: float, replace_share: float, seed: int,
+                timeout: float, first_user: int, pace: bool) -> LoadResult:
+    """run_load through the C++ client (imported here: the Python one needs no build)."""
+    from optimized import _native
+
+    sent, acks, seconds, unanswered, late, latencies = _native.run_load_native(
+        port, sessions, requests, mode == "open", rate, window, cancel_share, replace_share,
+        seed % (1 << 64), timeout, first_user, pace)
+    return LoadResult(mode, sessions, sent, acks, seconds,
+                      np.asarray(latencies, dtype=np.int64), unanswered, late)

@@ -1,25 +1,31 @@
 """Benchmarks of chapter 12, group "order_entry": the two order-entry servers under load.
 
 Each server runs in a process of its own (``twinmatch serve --impl ...``), the load
-client (``twinmatch.load``, Python, one thread) in the pytest process. What every number
-includes: both processes on the machine's cores (the machine label says how many), the
-loopback TCP stack and the kernel in between, the client's own Python work (building
-and parsing every message), and the server's: framing, OUCH, the matching engine, the
-sequenced log. It is not the engine alone (chapters 5 and 6 measure that).
+client (``twinmatch.load``, one thread) in the pytest process. There are two clients with
+the same semantics: the Python one (twinmatch/load.py) and the native one
+(native/load.hpp, GIL released). What every number includes: both processes on the
+machine's cores (the machine label says how many), the loopback TCP stack and the kernel
+in between, the client's own work (building and parsing every message), and the
+server's: framing, OUCH, the matching engine, the sequenced log. It is not the engine
+alone (chapters 5 and 6 measure that).
 
 * ``saturation``: closed loop, SESSIONS sessions, WINDOW requests outstanding each: as
-  fast as the server (or the client) can go. The rate is acks per second.
-* ``latency``: the order-to-ack latency at a fixed offered RATE, below either server's
-  saturation, in both modes: open loop (fixed schedule, latency from the scheduled send:
-  coordinated omission corrected) and closed loop (the same schedule, but one request
-  outstanding per session and latency from the actual send: a stall delays the requests
-  behind it, and they are timed from when they finally went out). Each also runs with
+  fast as the server (or the client) can go. The rate is acks per second. Parametrized by
+  client: the native rows drive each server with the faster client; the Python rows show
+  where the Python client's own limit lies (a client slower than the server caps the rate).
+* ``latency`` (the Python client): the order-to-ack latency at a fixed offered RATE,
+  below either server's saturation, in both modes: open loop (fixed schedule, latency
+  from the scheduled send: coordinated omission corrected) and closed loop (the same
+  schedule, but one request outstanding per session and latency from the actual send: a
+  stall delays the requests behind it, and they are timed from when they finally went
+  out). Each also runs with
   the server process frozen (SIGSTOP) for STALL_MS a third of the way in: the open loop
   charges the stall to every request it delayed, the closed loop to a handful. Percentiles
   in extra_info["latency"].
 * ``paired``: the chapter's target, optimized vs naive server acks/s at saturation,
-  interleaved (tests/bench/paired.py). The client is the same Python for both, so the
-  ratio is a lower bound on what the servers differ by when the client is the bottleneck.
+  interleaved (tests/bench/paired.py), both driven by the native client, the same for
+  both sides: the ratio is the servers' as far as that client keeps up with the faster
+  one (the saturation rows of the two clients show how much a slower client takes off).
 """
 
 from __future__ import annotations
@@ -42,18 +48,21 @@ from twinmatch.load import LoadResult, run_load
 
 SESSIONS = 4
 WINDOW = 32
-SAT_REQUESTS = 2_000 if SMALL else 20_000
+SAT_REQUESTS = 2_000 if SMALL else 50_000
 RATE = 2_000.0
 LAT_REQUESTS = 1_000 if SMALL else 6_000
 STALL_MS = 50
 USERS = 400
 IMPLS = ("naive", "optimized")
+CLIENTS = ("native", "python")
+SAT_CLIENT = "native"      # the paired target's client, the same for both servers
 
 INCLUDES = {
-    "saturation": f"closed loop, {SESSIONS} sessions x {WINDOW} outstanding; client and "
-                  "server processes, loopback TCP, kernel; Enter/Cancel/Replace mix",
-    "latency": f"order-to-ack at {RATE:,.0f} requests/s offered, {SESSIONS} sessions; client "
-               "and server processes, loopback TCP, kernel",
+    "saturation": f"closed loop, {SESSIONS} sessions x {WINDOW} outstanding, the native "
+                  "load client (native/load.hpp) unless the row says client=python; client "
+                  "and server processes, loopback TCP, kernel; Enter/Cancel/Replace mix",
+    "latency": f"order-to-ack at {RATE:,.0f} requests/s offered, {SESSIONS} sessions, the "
+               "Python load client; client and server processes, loopback TCP, kernel",
 }
 
 
@@ -98,18 +107,20 @@ def servers() -> Iterator[dict[str, Served]]:
         s.close()
 
 
-def saturate(s: Served) -> float:
+def saturate(s: Served, client: str = SAT_CLIENT) -> float:
     """Seconds for SAT_REQUESTS requests at saturation (the client's own clock)."""
-    return s.load(requests=SAT_REQUESTS, mode="closed", window=WINDOW).seconds
+    return s.load(requests=SAT_REQUESTS, mode="closed", window=WINDOW, client=client).seconds
 
 
 @pytest.mark.benchmark(group="order_entry")
+@pytest.mark.parametrize("client", CLIENTS)
 @pytest.mark.parametrize("impl", IMPLS)
-def test_saturation(benchmark: Any, servers: dict[str, Served], impl: str) -> None:
+def test_saturation(benchmark: Any, servers: dict[str, Served], impl: str,
+                    client: str) -> None:
     s = servers[impl]
     benchmark.extra_info.update({"ops": SAT_REQUESTS, "includes": INCLUDES["saturation"],
-                                 "workload": "saturation"})
-    benchmark.pedantic(lambda: saturate(s), rounds=2 if SMALL else 3, iterations=1,
+                                 "workload": "saturation", "client": client})
+    benchmark.pedantic(lambda: saturate(s, client), rounds=2 if SMALL else 3, iterations=1,
                        warmup_rounds=0)
 
 
@@ -166,4 +177,5 @@ def test_paired_order_entry(benchmark: Any, servers: dict[str, Served]) -> None:
     fast, slow = side("optimized"), side("naive")
     paired(benchmark, "order-entry-vs-naive", fast, slow, pairs=11, warmup=1,
            includes=INCLUDES["saturation"],
-           workload=f"saturation, {SAT_REQUESTS} requests per side")
+           workload=f"saturation, {SAT_REQUESTS} requests per side, the {SAT_CLIENT} "
+                    "load client for both")
