@@ -124,6 +124,14 @@ public:
             if (s.ref == ref) return s.value;
         }
     }
+    // The value of a present key, to change in place, or nullptr.
+    std::uint32_t* value_of(std::uint64_t ref) {
+        for (std::uint64_t i = home(ref);; i = (i + 1) & mask_) {
+            Slot& s = slots_[i];
+            if (!s.used) return nullptr;
+            if (s.ref == ref) return &s.value;
+        }
+    }
     // Called before an operation changes anything: afterwards one insert cannot fail.
     void reserve_one() {
         if ((size_ + 1) * 2 > mask_ + 1) [[unlikely]] rehash((mask_ + 1) * 2);

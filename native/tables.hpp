@@ -7,9 +7,12 @@
 // touches Python.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,32 +26,73 @@ namespace twinmatch::tables {
 // --8<-- [start:column]
 // One column: its values back to back in little-endian order (numpy's "<u8" etc. on the
 // machines this builds for), so the binding can hand the bytes to numpy as they are.
+// A malloc'd buffer grown by realloc (a big block grows in place, by remapping pages, with
+// nothing copied or zero-filled): a value is one bounds check and one small memcpy. After
+// take(), the next batch starts with room for as many bytes as the last one had.
 struct Column {
     std::string name;
     std::size_t width;  // bytes per value
-    std::vector<std::uint8_t> bytes;
+
+    Column(std::string n, std::size_t w) : name(std::move(n)), width(w) {}
+    Column(Column&& o) noexcept
+        : name(std::move(o.name)), width(o.width), data_(o.data_), cap_(o.cap_), used_(o.used_),
+          hint_(o.hint_) {
+        o.data_ = nullptr;
+        o.cap_ = o.used_ = 0;
+    }
+    Column(const Column&) = delete;
+    Column& operator=(const Column&) = delete;
+    Column& operator=(Column&&) = delete;
+    ~Column() { std::free(data_); }
 
     template <class T>
-    void push(T v) {
+    [[gnu::always_inline]] void push(T v) {
         static_assert(std::is_trivially_copyable_v<T>);
-        const std::size_t at = bytes.size();
-        bytes.resize(at + sizeof v);  // amortized: the vector doubles
-        std::memcpy(bytes.data() + at, &v, sizeof v);
+        write(&v, sizeof v);
     }
-    void push_bytes(const void* p, std::size_t n) {  // a fixed-width text column ("S8")
-        const std::size_t at = bytes.size();
-        bytes.resize(at + n);
-        std::memcpy(bytes.data() + at, p, n);
+    void push_bytes(const void* p, std::size_t n) { write(p, n); }  // fixed-width text ("S8")
+    std::size_t size() const { return used_; }
+
+    // The values so far: a malloc'd block of `size` bytes that the caller now owns (and
+    // frees with std::free); the column is empty afterwards.
+    struct Owned {
+        std::uint8_t* data;
+        std::size_t size;
+    };
+    Owned take() {
+        if (data_ == nullptr) grow(1);  // never a null block, even for no rows
+        Owned out{data_, used_};
+        hint_ = std::max(hint_, used_);
+        data_ = nullptr;
+        cap_ = used_ = 0;
+        return out;
     }
+
+private:
+    [[gnu::always_inline]] void write(const void* p, std::size_t n) {
+        if (cap_ - used_ < n) [[unlikely]] grow(n);
+        std::memcpy(data_ + used_, p, n);
+        used_ += n;
+    }
+    [[gnu::noinline]] void grow(std::size_t n) {
+        const std::size_t cap = std::max({2 * cap_, used_ + n, hint_, std::size_t(4096)});
+        auto* d = static_cast<std::uint8_t*>(std::realloc(data_, cap));
+        if (d == nullptr) throw std::bad_alloc();
+        data_ = d;
+        cap_ = cap;
+    }
+    std::uint8_t* data_ = nullptr;
+    std::size_t cap_ = 0, used_ = 0;
+    std::size_t hint_ = 0;  // the largest batch so far, in bytes
 };
 
 // A table: its columns in contract/tables.py's order. Every row appends to each.
 struct Table {
     bool on = false;
     std::vector<Column> cols;
-    void add(const char* name, std::size_t width) { cols.push_back(Column{name, width, {}}); }
+    void add(const char* name, std::size_t width) { cols.emplace_back(name, width); }
     std::size_t rows() const {
-        return cols.empty() ? 0 : cols[0].bytes.size() / cols[0].width;
+        return cols.empty() ? 0 : cols[0].size() / cols[0].width;
     }
 };
 // --8<-- [end:column]
@@ -70,8 +114,8 @@ public:
     TableBuilder(const std::array<bool, kTables>& on, std::vector<std::array<char, 8>> symbols,
                  std::uint32_t depth, std::uint32_t lobster)
         : market_(Mode::Book), filter_(std::move(symbols)), depth_(depth), lobster_(lobster),
-          names_(65536), wanted_(65536, filter_.empty() ? 1 : 0), trading_(65536, 0),
-          last_bbo_(65536), last_depth_(65536) {
+          loc_(65536), last_depth_(65536) {
+        for (PerLocate& l : loc_) l.wanted = filter_.empty() ? 1 : 0;
         for (int k = 0; k < kTables; ++k) t_[k].on = on[k];
         if (lobster_ > 1000) throw std::invalid_argument("lobster levels must be 0..1000");
         common(t_[kBbo]);
@@ -172,13 +216,13 @@ private:
         t.add("locate", 2);
         t.add("symbol", 8);
     }
-    bool keep(int k, std::uint16_t locate) const { return t_[k].on && wanted_[locate]; }
+    bool keep(int k, std::uint16_t locate) const { return t_[k].on && loc_[locate].wanted; }
     // The four columns every table starts with; returns the index of the next column.
     std::size_t put_common(Table& t, std::uint64_t ts, std::uint16_t locate) {
         t.cols[0].push(ts);
         t.cols[1].push(seq_);
         t.cols[2].push(locate);
-        t.cols[3].push_bytes(names_[locate].data(), 8);
+        t.cols[3].push_bytes(loc_[locate].name.data(), 8);
         return 4;
     }
 
@@ -189,8 +233,8 @@ private:
         const std::uint16_t locate = ITCH_READ(Header, locate, p);
         const std::uint64_t ts = ITCH_READ(Header, timestamp, p);
         if (type == 'R') {
-            std::memcpy(names_[locate].data(), p + offsetof(StockDirectory, stock), 8);
-            if (!filter_.empty()) wanted_[locate] = in_filter(names_[locate]);
+            std::memcpy(loc_[locate].name.data(), p + offsetof(StockDirectory, stock), 8);
+            if (!filter_.empty()) loc_[locate].wanted = in_filter(loc_[locate].name);
             if (keep(kSymbols, locate)) {
                 Table& t = t_[kSymbols];
                 std::size_t c = put_common(t, ts, locate);
@@ -209,14 +253,14 @@ private:
                 t.cols[c++].push(ITCH_READ(StockDirectory, inverse_indicator, p));
             }
         } else if (type == 'H') {
-            trading_[locate] = ITCH_READ(StockTradingAction, trading_state, p);  // never a gate
-            const std::int64_t halt = halt_price(trading_[locate]);
+            loc_[locate].trading = ITCH_READ(StockTradingAction, trading_state, p);  // never a gate
+            const std::int64_t halt = halt_price(loc_[locate].trading);
             if (halt != kNoHalt) lobster(ts, locate, {7, 0, 0, halt, -1});
             if (keep(kHalts, locate)) {
                 Table& t = t_[kHalts];
                 std::size_t c = put_common(t, ts, locate);
                 t.cols[c++].push(std::uint8_t{'H'});
-                t.cols[c++].push(trading_[locate]);
+                t.cols[c++].push(loc_[locate].trading);
                 t.cols[c++].push_bytes(p + offsetof(StockTradingAction, reason), 4);
                 t.cols[c++].push(std::uint8_t{0});
             }
@@ -338,13 +382,13 @@ private:
     }
     void count_level(std::uint16_t locate, Side side, std::uint32_t price, int delta) {
         const std::uint64_t key = level_key(locate, side, price);
-        std::uint32_t n = level_orders_.find(key);
-        if (n == RefMap::kAbsent) n = 0; else level_orders_.erase(key);
-        n += static_cast<std::uint32_t>(delta);  // -1 only where an order left: n >= 1
-        if (n != 0) {
-            level_orders_.reserve_one();
-            level_orders_.insert(key, n);
+        if (std::uint32_t* n = level_orders_.value_of(key)) {  // one probe: update in place
+            *n += static_cast<std::uint32_t>(delta);  // -1 only where an order left: n >= 1
+            if (*n == 0) level_orders_.erase(key);
+            return;
         }
+        level_orders_.reserve_one();  // absent: the level's first order (delta is +1)
+        level_orders_.insert(key, 1);
     }
     // The best level of one side: (price, total shares, orders), all 0 if empty. O(1):
     // the market's best price and level total, and the count above.
@@ -357,6 +401,10 @@ private:
     // --8<-- [end:book]
 
     static std::uint8_t side_byte(Side s) { return s == Side::Buy ? 'B' : 'S'; }
+    bool at_top(std::uint16_t locate, Side side, std::uint32_t p) const {
+        const LevelRow& b = side == Side::Buy ? loc_[locate].bbo.bid : loc_[locate].bbo.ask;
+        return b.price == 0 || (side == Side::Buy ? p >= b.price : p <= b.price);
+    }
 
     void changed(const ItchEvent& e, std::uint16_t locate, Side side, std::uint32_t price,
                  std::uint32_t shares, std::uint32_t prev_price, std::uint32_t prev_shares,
@@ -377,11 +425,16 @@ private:
             t.cols[c++].push(std::uint8_t(e.type == 'C' ? e.printable : 0));
         }
         if (lobster_ != 0) lobster_book(e, locate, side, price, shares, prev_price, prev_shares);
-        if (keep(kBbo, locate)) {
+        // The top can only have moved if the message touched a level at or better than its
+        // side's best before it (loc_[locate].bbo is that best: it is brought up to date after
+        // every message that could change it); a deeper level is not the top, before or
+        // after, and most messages of a day are deeper.
+        if (keep(kBbo, locate) &&
+            (at_top(locate, side, price) || (prev_price != 0 && at_top(locate, side, prev_price)))) {
             const LevelRow top[2] = {best(locate, Side::Buy), best(locate, Side::Sell)};
             Bbo now{top[0], top[1]};
-            if (!(now == last_bbo_[locate])) {
-                last_bbo_[locate] = now;
+            if (!(now == loc_[locate].bbo)) {
+                loc_[locate].bbo = now;
                 Table& t = t_[kBbo];
                 std::size_t c = put_common(t, e.timestamp, locate);
                 for (const LevelRow& l : top) {
@@ -389,7 +442,7 @@ private:
                     t.cols[c++].push(l.size);
                     t.cols[c++].push(l.orders);
                 }
-                t.cols[c++].push(trading_[locate]);
+                t.cols[c++].push(loc_[locate].trading);
             }
         }
         if (keep(kDepth, locate)) {
@@ -537,10 +590,17 @@ private:
     std::vector<std::array<char, 8>> filter_;
     std::uint32_t depth_;
     std::uint32_t lobster_;                    // LOBSTER levels (0: no lobster table)
-    std::vector<std::array<char, 8>> names_;   // locate -> its R's stock bytes (zeros: none)
-    std::vector<std::uint8_t> wanted_;         // locate -> rows kept (the symbol filter)
-    std::vector<std::uint8_t> trading_;        // locate -> the last H's state (0: none)
-    std::vector<Bbo> last_bbo_;                // locate -> its last bbo row
+    // What a message reads and writes about its locate, in one cache line (not four
+    // arrays, four lines): on a day of thousands of symbols these lines do not stay in
+    // the cache between two messages of the same symbol.
+    struct alignas(64) PerLocate {
+        Bbo bbo;                         // its last bbo row
+        std::array<char, 8> name{};      // its R's stock bytes (zeros: none)
+        std::uint8_t wanted = 1;         // rows kept (the symbol filter)
+        std::uint8_t trading = 0;        // the last H's state (0: none)
+    };
+    static_assert(sizeof(PerLocate) == 64);
+    std::vector<PerLocate> loc_;                // by locate
     std::vector<std::unique_ptr<LevelRow[]>> last_depth_;  // locate -> last depth row (lazily)
     std::vector<LevelRow> scratch_;
     std::array<Table, kAllTables> t_;

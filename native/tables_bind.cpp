@@ -11,6 +11,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <array>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -39,14 +40,12 @@ struct BoundTables {
 
 using Bytes = nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>;
 
-// A column's bytes as a numpy uint8 array that owns them (moved, not copied).
-Bytes to_numpy(std::vector<std::uint8_t>&& v) {
-    auto* owned = new std::vector<std::uint8_t>(std::move(v));
-    nb::capsule owner(owned, [](void* p) noexcept {
-        delete static_cast<std::vector<std::uint8_t>*>(p);
-    });
-    std::size_t shape[1] = {owned->size()};
-    return Bytes(owned->data(), 1, shape, owner);
+// A column's bytes as a numpy uint8 array that owns them (handed over, not copied): the
+// capsule frees the block when numpy lets go of the array.
+Bytes to_numpy(tables::Column::Owned block) {
+    nb::capsule owner(block.data, [](void* p) noexcept { std::free(p); });
+    std::size_t shape[1] = {block.size};
+    return Bytes(block.data, 1, shape, owner);
 }
 
 }  // namespace
@@ -99,8 +98,7 @@ void register_tables(nb::module_& m) {
                     tables::Table& tab = t.table(k);
                     nb::list cols;
                     for (tables::Column& c : tab.cols) {
-                        cols.append(nb::make_tuple(c.name, to_numpy(std::move(c.bytes))));
-                        c.bytes = {};
+                        cols.append(nb::make_tuple(c.name, to_numpy(c.take())));
                     }
                     out.append(cols);
                 }
