@@ -2,8 +2,8 @@
 //
 // The rules are written there first (read its docstring); this file applies the same rules
 // with the chapter 5 market (market.hpp, book mode) and writes each table as columns: one
-// growable byte vector per column, appended to in place, handed to numpy as whole arrays
-// by the binding (tables_bind.cpp). No Python object is made per row, and nothing here
+// growable block of bytes per column, appended to in place, handed to numpy as whole
+// arrays by the binding (tables_bind.cpp). No Python object is made per row, and nothing here
 // touches Python.
 #pragma once
 
