@@ -521,3 +521,21 @@ def test_damaged_days_same_in_both_twins(day: bytes) -> None:
         a, b = _outcome("naive", bytes(data)), _outcome("optimized", bytes(data))
         assert a[0] == b[0] and a[2] == b[2]
         assert_same(a[1], b[1])
+
+
+def test_symbol_column_by_locate_equals_the_general_coding() -> None:
+    """The writer codes the symbol column by locate (no sort of strings); a batch where a
+    locate is renamed, or two locates share a name (hostile files), takes the general
+    way. Either way the column reads back as the same strings."""
+    from twinmatch.tables_cli import _symbols, _text
+
+    names = np.array([b"AAPL    ", b"MSFT    ", b"AAPL    ", b"ZVZZT   "], dtype="S8")
+    cases = {
+        "plain": (names, np.array([1, 2, 1, 7], dtype=np.uint16)),
+        "renamed": (names, np.array([1, 2, 2, 7], dtype=np.uint16)),
+        "shared": (names, np.array([1, 2, 3, 7], dtype=np.uint16)),
+        "empty": (names[:0], np.array([], dtype=np.uint16)),
+    }
+    for case, (values, locates) in cases.items():
+        got = _symbols(values, locates).to_pylist()
+        assert got == _text(values).to_pylist(), case

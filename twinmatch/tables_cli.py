@@ -177,6 +177,32 @@ def _text(values: np.ndarray) -> pa.Array:
     return pa.DictionaryArray.from_arrays(pa.array(index.astype(np.int32)), names)
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _symbol_name(raw: bytes) -> str:
+    """symbol_text, once per distinct name (every batch names the same few thousand)."""
+    return symbol_text(raw)
+
+
+def _symbols(values: np.ndarray, locates: np.ndarray) -> pa.Array:
+    """The symbol column, dictionary coded by locate: a locate names one symbol all day,
+    so the dictionary comes from the locates present (a count, no sort of strings). A
+    batch where that does not hold (a hostile file renames a locate, or gives two the
+    same name) takes the general way, _text."""
+    import pyarrow as pa
+    seen = np.zeros(1 << 16, dtype=bool)
+    seen[locates] = True
+    present = np.flatnonzero(seen)
+    code = np.zeros(1 << 16, dtype=np.int32)
+    code[present] = np.arange(len(present), dtype=np.int32)
+    index = code[locates]
+    raw = np.zeros(len(present), dtype=values.dtype)
+    raw[index] = values
+    names = [_symbol_name(bytes(u)) for u in raw]
+    if not np.array_equal(raw[index], values) or len(set(names)) != len(names):
+        return _text(values)
+    return pa.DictionaryArray.from_arrays(pa.array(index), pa.array(names, type=pa.string()))
+
+
 def arrow_table(table: str, batch: dict[str, np.ndarray], depth: int,
                 offset_ns: int | None) -> pa.Table:
     """One batch as an Arrow table: numbers keep their unsigned types, chars and text
@@ -187,7 +213,8 @@ def arrow_table(table: str, batch: dict[str, np.ndarray], depth: int,
     for name, dtype in columns(table, depth):
         values = batch[name]
         if dtype.kind == "S":
-            arrays.append(_text(values))
+            arrays.append(_symbols(values, batch["locate"]) if name == "symbol"
+                          else _text(values))
         elif dtype == np.uint8:
             arrays.append(_chars(values))
         else:
