@@ -43,6 +43,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/gen.hpp"
+
 namespace twinmatch::load {
 
 // What went wrong, for the binding to raise as the matching Python exception (the
@@ -118,40 +120,10 @@ inline void put64(std::uint8_t* p, std::uint64_t v) {
     for (int i = 0; i < 8; ++i) p[i] = std::uint8_t(v >> (56 - 8 * i));
 }
 
-// xoshiro256** (Blackman and Vigna), seeded through splitmix64: a few instructions per
-// number, no allocation; Python's random.Random is a Mersenne Twister, so the two
-// clients draw different streams from the same seed.
-class Rng {
-public:
-    explicit Rng(std::uint64_t seed) {
-        for (auto& w : s_) {
-            seed += 0x9E3779B97F4A7C15ULL;
-            std::uint64_t z = seed;
-            z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-            z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-            w = z ^ (z >> 31);
-        }
-    }
-    std::uint64_t next() {
-        const std::uint64_t out = rotl(s_[1] * 5, 7) * 9, t = s_[1] << 17;
-        s_[2] ^= s_[0];
-        s_[3] ^= s_[1];
-        s_[1] ^= s_[2];
-        s_[0] ^= s_[3];
-        s_[2] ^= t;
-        s_[3] = rotl(s_[3], 45);
-        return out;
-    }
-    double uniform() { return double(next() >> 11) * 0x1.0p-53; }   // [0, 1), like random()
-    // 0 .. n-1 (n > 0): the high word of a 64x32-bit product; the bias is below 2^-32.
-    std::uint32_t below(std::uint32_t n) {
-        return std::uint32_t((std::uint64_t(std::uint32_t(next() >> 32)) * n) >> 32);
-    }
-
-private:
-    static std::uint64_t rotl(std::uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-    std::uint64_t s_[4];
-};
+// The generators' xoshiro256** (native/harness/gen.hpp): a few instructions per number,
+// no allocation. Python's random.Random is a Mersenne Twister, so the two clients draw
+// different streams from the same seed.
+using Rng = gen::Rng;
 
 // One request waiting for its ack, per UserRefNum: the Enter or Replace that created the
 // number (`kind` 'O' or 'U'), and a Cancel of it (a Cancel names the order's number, and
@@ -421,10 +393,10 @@ private:
     // nothing reaches them: only those are canceled and replaced, so a Cancel or Replace
     // always finds its order live and is always answered.
     void send(Session& s, std::int64_t start) {
-        const double roll = rng_.uniform();
+        const double roll = rng_.unit();
         if (!s.resting.empty() && roll < p_.cancel_share + p_.replace_share) {
             // Take a random resting order out (swap with the last: the order is no matter).
-            const std::uint32_t at = rng_.below(std::uint32_t(s.resting.size()));
+            const auto at = static_cast<std::uint32_t>(rng_.below(s.resting.size()));
             const Resting r = s.resting[at];
             s.resting[at] = s.resting.back();
             s.resting.pop_back();
@@ -455,9 +427,9 @@ private:
             }
         } else {
             const std::uint32_t urn = ++s.urn;
-            const char side = rng_.uniform() < 0.5 ? 'B' : 'S';
+            const char side = rng_.unit() < 0.5 ? 'B' : 'S';
             std::uint64_t price;
-            if (rng_.uniform() < 0.5) {
+            if (rng_.unit() < 0.5) {
                 const std::uint64_t tick = 100 * rng_.below(4);
                 price = side == 'B' ? kPrice + tick : kPrice - tick;
             } else {
