@@ -80,7 +80,7 @@ STAT_KEYS: Final = (
     "ignored",                # the spec's silent cases: stale UserRefNum, dead order ...
     "rejected",               # Rejected J sent
     # the exchange's own ITCH 5.0 feed (MarketData)
-    "market_data_out",        # ITCH messages published (written with --itch-out, else dropped)
+    "market_data_out",        # ITCH messages published (with --itch-out; without it, none is made)
     "market_data_errors",     # writes of the feed file that failed (it stops being written)
 )
 # --8<-- [end:stat_keys]

@@ -88,8 +88,9 @@ class MarketData:
     """
 
     def __init__(self, symbols: Sequence[str], users: Sequence[str], ts: int,
-                 stats: dict[str, int]) -> None:
+                 stats: dict[str, int], on: bool = True) -> None:
         self.stats = stats
+        self.on = on                 # off: nobody listens, so nothing is made at all
         self.stocks = [s.encode().ljust(8) for s in symbols]
         self.mpids = [u.upper().encode()[:4].ljust(4) for u in users]
         self.out = bytearray()
@@ -101,6 +102,8 @@ class MarketData:
         self.system(ts, b"Q")
 
     def _put(self, code: bytes, locate: int, ts: int, *body: object) -> None:
+        if not self.on:
+            return
         layout = STRUCTS[code]
         self.out += layout.size.to_bytes(2, "big")
         self.out += layout.pack(code, locate, 0, ts.to_bytes(6, "big"), *body)
@@ -158,7 +161,9 @@ class _User:
 class Exchange:
     """The order-entry logic: users' sequenced logs, UserRefNum rules, the engine."""
 
-    def __init__(self, config: EntryConfig) -> None:
+    def __init__(self, config: EntryConfig, publish: bool = False) -> None:
+        """``publish``: make the ITCH feed (MarketData); the server asks for it only when
+        it has somewhere to write it (``--itch-out``)."""
         self.config = config.check()
         self.user_ids = {name.upper(): i for i, name in enumerate(config.users)}
         self.passwords = [pw.upper() for pw in config.users.values()]
@@ -172,7 +177,8 @@ class Exchange:
         self.stats = dict.fromkeys(STAT_KEYS, 0)
         self.dirty: set[int] = set()         # users whose logs grew since the last flush
         start = self.clock()
-        self.market = MarketData(config.symbols, list(config.users), start, self.stats)
+        self.market = MarketData(config.symbols, list(config.users), start, self.stats,
+                                 on=publish)
         for user in range(len(self.users)):
             self._emit(user, ouch.SYSTEM_EVENT.pack(b"S", start, b"S"))  # start of day
 
@@ -599,7 +605,7 @@ class Server:
 
     def __init__(self, config: EntryConfig | None = None, port: int = 0,
                  itch_out: str | Path | None = None) -> None:
-        self.exchange = Exchange(config or EntryConfig())
+        self.exchange = Exchange(config or EntryConfig(), publish=itch_out is not None)
         self.port = port
         # The exchange's ITCH feed goes to this file as it is made (else it is dropped):
         # unbuffered, one write per round of input, as the C++ twin does.

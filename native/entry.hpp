@@ -168,8 +168,10 @@ struct UserLog {
 class MarketData {
 public:
     // `published` counts the messages (Exchange's stats[MarketDataOut]; one writer).
-    MarketData(const Config& cfg, std::atomic<std::uint64_t>& published, std::uint64_t ts)
-        : cfg_(cfg), published_(published) {
+    // `on` false: nobody listens (no --itch-out), so nothing is made at all.
+    MarketData(const Config& cfg, std::atomic<std::uint64_t>& published, std::uint64_t ts, bool on)
+        : cfg_(cfg), published_(published), on_(on) {
+        if (!on_) return;
         out_.reserve(1 << 16);
         for (const std::string& u : cfg.users) {   // the MPID: the user's first 4 letters
             std::array<char, 4> m;
@@ -191,10 +193,13 @@ public:
         system(ts, 'S');
         system(ts, 'Q');
     }
-    void system(std::uint64_t ts, char code) { put('S', 0, ts, 12)[11] = std::uint8_t(code); }
+    void system(std::uint64_t ts, char code) {
+        if (on_) put('S', 0, ts, 12)[11] = std::uint8_t(code);
+    }
     void end(std::uint64_t ts) { system(ts, 'M'); system(ts, 'E'); system(ts, 'C'); }
 
     void add(std::uint64_t ts, const Order& o, std::uint32_t shares) {
+        if (!on_) return;
         if (o.display == 'N') return;                 // hidden: never on the feed
         const bool mpid = o.display == 'A';
         std::uint8_t* p = put(mpid ? 'F' : 'A', loc(o), ts, mpid ? 40 : 36);
@@ -207,6 +212,7 @@ public:
     }
     void executed(std::uint64_t ts, const Order& o, std::uint32_t shares, std::uint32_t price,
                   std::uint64_t match) {
+        if (!on_) return;
         if (o.display == 'N') {                       // P: reference 0, side B (since 2014)
             std::uint8_t* p = put('P', loc(o), ts, 44);
             put64(p + 11, 0);
@@ -223,16 +229,19 @@ public:
         put64(p + 23, match);
     }
     void cancel(std::uint64_t ts, const Order& o, std::uint32_t shares) {
+        if (!on_) return;
         if (o.display == 'N') return;
         std::uint8_t* p = put('X', loc(o), ts, 23);
         put64(p + 11, o.ref);
         put32(p + 19, shares);
     }
     void remove(std::uint64_t ts, const Order& o) {   // D (delete is a C++ keyword)
+        if (!on_) return;
         if (o.display == 'N') return;
         put64(put('D', loc(o), ts, 19) + 11, o.ref);
     }
     void replace(std::uint64_t ts, std::uint64_t old_ref, const Order& o, std::uint32_t shares) {
+        if (!on_) return;
         if (o.display == 'N') return;
         std::uint8_t* p = put('U', loc(o), ts, 35);
         put64(p + 11, old_ref);
@@ -264,6 +273,7 @@ private:
     const Config& cfg_;
     std::vector<std::array<char, 4>> mpids_;
     std::atomic<std::uint64_t>& published_;
+    bool on_;
     std::vector<std::uint8_t> out_;
 };
 // --8<-- [end:market_data]
@@ -271,8 +281,11 @@ private:
 // --8<-- [start:exchange]
 class Exchange {
 public:
-    explicit Exchange(const Config& cfg)
-        : cfg_(cfg), market_(Mode::Match), logs_(cfg.users.size()), feed_(cfg_, stats[MarketDataOut], clock()) {
+    // publish: make the ITCH feed (MarketData); the server asks for it only when it has
+    // somewhere to write it (--itch-out).
+    explicit Exchange(const Config& cfg, bool publish = false)
+        : cfg_(cfg), market_(Mode::Match), logs_(cfg.users.size()),
+          feed_(cfg_, stats[MarketDataOut], clock(), publish) {
         for (UserLog& l : logs_) { l.bytes.reserve(1 << 16); l.ends.reserve(1 << 10); }
         orders_.reserve(1 << 12);
         free_.reserve(1 << 12);
@@ -688,7 +701,7 @@ class Server {
 public:
     // itch_out: the file the exchange's ITCH feed is written to ("" : the feed is dropped).
     Server(const Config& cfg, std::uint16_t port, const std::string& itch_out = "")
-        : ex_(cfg), cfg_(cfg) {
+        : ex_(cfg, !itch_out.empty()), cfg_(cfg) {
         if (!itch_out.empty()) {
             itch_fd_ = ::open(itch_out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
             if (itch_fd_ < 0)

@@ -227,3 +227,15 @@ def test_serve_itch_out_then_replay(tmp_path: Path) -> None:
     assert report["by_type"]["A"] == 1 and report["by_type"]["E"] == 1   # the sell never rested
     aapl = next(t for t in report["top"] if t["stock"] == "AAPL")
     assert (aapl["bid"], aapl["bid_qty"], aapl["ask"]) == (1_000_000, 60, None)
+
+
+def test_no_feed_is_made_without_a_listener(impl: str) -> None:
+    """Without itch_out the exchange makes no ITCH message at all (no work for nobody)."""
+    srv = server_class(impl)(config())
+    c = Client(srv.start())
+    c.login()
+    c.send(enter(1, b"B", 100, 1_000_000) + enter(2, b"S", 40, 1_000_000))
+    assert wait_stat(srv, "messages_in", 2) == 2
+    srv.stop()
+    c.close()
+    assert srv.stats()["market_data_out"] == 0

@@ -34,7 +34,7 @@ int main(int argc, char** argv) {
     c.users = {"A", "B"}; c.passwords = {"P", "P"};
     std::array<char, 8> s; s.fill(' '); s[0] = 'X'; c.symbols.push_back(s); s[0] = 'Y'; c.symbols.push_back(s);
     c.session.fill(' '); c.fixed_clock = true;
-    Exchange ex(c);
+    Exchange ex(c, true);   // with its ITCH feed
     std::mt19937_64 rng(seed);
     std::uint8_t m[200];
     const char types[] = "OUXMCDEQZ";
