@@ -1215,8 +1215,9 @@ private:
     // book now pays the far map's price, so the window follows it after n / 64 of them.
     void note_far(Locate& l, SideBook& sb, std::uint32_t price) {
         if (sb.tick != 1 && price % sb.tick != 0) sb.off_grid = 1;
-        const bool better = &sb == &l.side[0] ? price - sb.base < (1u << 31) && price - sb.base >= sb.span
-                                              : price < sb.base;
+        const bool better = &sb == &l.side[0]
+                                ? std::uint64_t(price) >= std::uint64_t(sb.base) + sb.span  // above it
+                                : price < sb.base;                                          // below it
         sb.far_ops += better ? 16 : 1;
         if (sb.far_ops >= far_limit(sb)) pending_ = &l;
     }
