@@ -662,9 +662,32 @@ def _add_entry_parsers(sub: Any) -> None:
     ld.set_defaults(func=load_cmd)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line. Given the command about to run, only its own sub-parser is built
+    (start-up: building all of them, and importing what they name, costs ~20 ms);
+    otherwise, or for a name that is no command (so the error lists them all), every one."""
     parser = argparse.ArgumentParser(prog="twinmatch", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+    groups = _parser_groups()
+    known = {name for names, _ in groups for name in names}
+    for names, add in groups:
+        if command not in known or command in names:
+            add(sub)
+    return parser
+
+
+def _parser_groups() -> list[tuple[tuple[str, ...], Callable[[Any], None]]]:
+    """(the commands, the function that adds their sub-parsers), in --help's order."""
+    def feed(sub: Any) -> None:
+        from twinmatch.feed_cli import add_feed_parser  # chapter 13 (standard library only)
+        add_feed_parser(sub)
+    return [(("demo", "gen", "replay", "compare"), _add_core_parsers),
+            (("journal",), _add_journal_parser), (("feed",), feed),
+            (("tables", "lobster"), _add_tables_parsers),
+            (("serve", "load"), _add_entry_parsers)]
+
+
+def _add_core_parsers(sub: Any) -> None:
     p = sub.add_parser("demo", help="replay a generated stream through every twin")
     p.add_argument("--ops", type=int, default=1_000_000, help="number of operations")
     p.add_argument("--seed", type=int, default=2026)
@@ -728,13 +751,6 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("file", type=Path)
     c.add_argument("--mode", choices=["book", "match"], default="book")
     c.set_defaults(func=compare_cmd)
-    _add_journal_parser(sub)
-    from twinmatch.feed_cli import add_feed_parser  # chapter 13 (standard library only)
-
-    add_feed_parser(sub)
-    _add_tables_parsers(sub)
-    _add_entry_parsers(sub)
-    return parser
 
 
 def tables_cmd(args: argparse.Namespace) -> int:
@@ -773,6 +789,7 @@ def _add_tables_parsers(sub: Any) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(argv[0] if argv else None).parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     return func(args)

@@ -28,7 +28,7 @@ from typing import IO, TYPE_CHECKING, Any, Final
 import numpy as np
 
 from contract.feed_text import show_bytes
-from contract.itch_files import CAPTURE_MAGICS, file_chunks, read_full
+from contract.itch_files import CAPTURE_MAGICS, GZIP_MAGIC, file_chunks, read_full
 from contract.pcap_files import decode_stream
 from contract.tables import (
     DEFAULT_DEPTH,
@@ -50,6 +50,10 @@ if TYPE_CHECKING:
 __all__ = ["convert", "tables_cmd"]
 
 TABLE_CHUNK: Final = 4 << 20  # feed bytes per batch: a row group of a busy table
+RISING: Final = ("timestamp", "session_time", "seq")  # Parquet columns stored as deltas
+FILTER_KEYS: Final = (*RISING, "locate", "symbol")  # Parquet columns with min/max statistics
+FIRST_CHUNK: Final = 1 << 20
+MAX_RECORD: Final = 2 + 0xFFFF  # the longest framed record: its length prefix and body
 TOOL: Final = "twinmatch 0.1.0"
 
 
@@ -128,29 +132,67 @@ def stream_tables(source: Path, impl: str, tables: Sequence[str], symbols: objec
     """Feed a whole file through one twin's TableBuilder, batch by batch (each batch to
     ``on_batch``). Returns (the builder's counters, the file's SHA-256)."""
     builder = _builder(impl, tables, symbols, depth, lobster)
-    with open(source, "rb") as raw:
-        reader = HashingReader(raw)
-        f = io.BufferedReader(reader, buffer_size=1 << 16)
-        head = f.peek(4)[:4]
-        blocks = (_pcap_blocks(f, impl, chunk) if head in CAPTURE_MAGICS
-                  else file_chunks(f, chunk))
+    with open(source, "rb", buffering=0) as raw:
+        head = raw.read(4)
+        raw.seek(0)
         bar = Progress(os.fstat(raw.fileno()).st_size, progress)
-        carry = b""
         try:
-            for block in blocks:
-                buf = carry + block if carry else block
-                used = builder.feed(buf)
-                carry = buf[used:]
-                if on_batch is not None:
-                    on_batch(builder.take())
-                bar.update(reader.read_bytes, builder.messages)
-            if carry:
-                raise tail_error(carry, builder.offset)
+            if head[:2] == GZIP_MAGIC or head in CAPTURE_MAGICS:
+                sha = _stream_general(raw, head, builder, impl, chunk, on_batch, bar)
+            else:
+                sha = _stream_plain(raw, builder, chunk, on_batch, bar)
         finally:
             bar.close()
-        while read_full(f, 1 << 20):  # hash what the reader left (a pcap's trailing bytes)
-            pass
-    return builder.counters(), reader.sha.hexdigest()
+    return builder.counters(), sha
+
+
+def _stream_plain(raw: IO[bytes], builder: Any, chunk: int,
+                  on_batch: Callable[[dict[str, dict[str, np.ndarray]]], None] | None,
+                  bar: Progress) -> str:
+    """A raw ITCH file: each chunk is read into one buffer behind the partial record the
+    last one left, hashed and fed where it lies (no copy of the chunk in Python)."""
+    sha = hashlib.sha256()
+    buf = bytearray(chunk + MAX_RECORD)  # a partial record is shorter than MAX_RECORD
+    view = memoryview(buf)
+    carry = done = 0
+    want = min(chunk, FIRST_CHUNK)  # a short first batch: the writer thread starts sooner
+    while n := raw.readinto(view[carry:carry + want]):  # type: ignore[attr-defined]
+        want = chunk
+        sha.update(view[carry:carry + n])
+        done += n
+        have = carry + n
+        used = builder.feed(view[:have])
+        carry = have - used
+        buf[:carry] = bytes(view[used:have])  # the partial record to the front
+        if on_batch is not None:
+            on_batch(builder.take())
+        bar.update(done, builder.messages)
+    if carry:
+        raise tail_error(bytes(view[:carry]), builder.offset)
+    return sha.hexdigest()
+
+
+def _stream_general(raw: IO[bytes], head: bytes, builder: Any, impl: str, chunk: int,
+                    on_batch: Callable[[dict[str, dict[str, np.ndarray]]], None] | None,
+                    bar: Progress) -> str:
+    """Gzip or a capture: through the shared readers (a hashing stream under them)."""
+    reader = HashingReader(raw)
+    f = io.BufferedReader(reader, buffer_size=1 << 16)
+    blocks = (_pcap_blocks(f, impl, chunk) if head in CAPTURE_MAGICS
+              else file_chunks(f, chunk))
+    carry = b""
+    for block in blocks:
+        buf = carry + block if carry else block
+        used = builder.feed(buf)
+        carry = buf[used:]
+        if on_batch is not None:
+            on_batch(builder.take())
+        bar.update(reader.read_bytes, builder.messages)
+    if carry:
+        raise tail_error(carry, builder.offset)
+    while read_full(f, 1 << 20):  # hash what the reader left (a pcap's trailing bytes)
+        pass
+    return reader.sha.hexdigest()
 # --8<-- [end:stream]
 
 
@@ -307,8 +349,16 @@ class Writers(Queued):
             # Dictionary pages only for the text columns (already dictionary arrays): on a
             # timestamp or a sequence number the writer would try one and give it up.
             text = [f.name for f in schema if pa.types.is_dictionary(f.type)]
+            # The clocks (timestamp, session_time, seq) rise row by row: stored as deltas
+            # (DELTA_BINARY_PACKED) they shrink before zstd sees them. Min/max statistics
+            # only where a reader can skip a row group by them: the clocks and the locate
+            # and symbol (a batch holds every symbol's rows, so its price or size range
+            # says nothing a filter can use); fewer statistics, less writing.
+            names = set(schema.names)
+            rising = {c: "DELTA_BINARY_PACKED" for c in RISING if c in names}
             return pq.ParquetWriter(self.temp[table], schema, compression="zstd",
-                                    use_dictionary=text)
+                                    use_dictionary=text, column_encoding=rising,
+                                    write_statistics=[c for c in FILTER_KEYS if c in names])
         import pyarrow.csv as pcsv
         return pcsv.CSVWriter(self.temp[table], _decoded(schema.empty_table()).schema)
 
