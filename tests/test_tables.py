@@ -373,6 +373,40 @@ def test_parquet_file(tmp_path: Path, day: bytes) -> None:
     assert (utc - ref["timestamp"].astype(np.int64) == session_offset_ns(session)).all()
 
 
+@pytest.mark.parametrize("threaded", [False, True])
+def test_raw_file_read_in_place_same_as_gzip(tmp_path: Path, day: bytes, threaded: bool,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The raw file's own reader (two buffers, the hash inline or on its thread) gives
+    the rows and the SHA-256 of the shared readers' (the same day gzipped), at a chunk
+    smaller than a record as well as a normal one; the clocks are stored as deltas and
+    only the filter keys carry statistics."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    import hashlib
+
+    import twinmatch.tables_cli as tc
+    monkeypatch.setattr(tc, "HASH_THREAD_FROM", 0 if threaded else 1 << 62)
+    raw, gz = tmp_path / "day.itch", tmp_path / "day.itch.gz"
+    raw.write_bytes(day)
+    gz.write_bytes(gzip.compress(day, 1))
+    want = build("optimized", day)
+    assert_same(_collect(gz, "optimized", chunk=5_000)[0], want)
+    for chunk in (31, 5_000, 1 << 20):  # 31: most records cut by a chunk's end
+        parts: list[Batches] = []
+        _, sha = stream_tables(raw, "optimized", ("bbo",), None, 5, chunk=chunk,
+                               on_batch=parts.append)
+        assert sha == hashlib.sha256(day).hexdigest()
+        for name, values in want["bbo"].items():
+            assert np.array_equal(np.concatenate([b["bbo"][name] for b in parts]), values)
+    assert_same(_collect(raw, "optimized", chunk=5_000)[0], want)
+    convert(raw, tmp_path / "out", tables="bbo", date="2019-01-30", chunk=16_384)
+    col = pq.ParquetFile(tmp_path / "out" / "bbo.parquet").metadata.row_group(0).column
+    names = pq.ParquetFile(tmp_path / "out" / "bbo.parquet").schema_arrow.names
+    chunks = {names[i]: col(i) for i in range(len(names))}
+    for name in ("timestamp", "session_time", "seq"):
+        assert "DELTA_BINARY_PACKED" in chunks[name].encodings, name
+    assert {n for n, c in chunks.items() if c.is_stats_set} == set(tc.FILTER_KEYS)
+
+
 def test_failed_run_leaves_no_file(tmp_path: Path, day: bytes) -> None:
     src = tmp_path / "cut.itch"
     src.write_bytes(day[:-3])  # the last record cut short

@@ -53,6 +53,7 @@ TABLE_CHUNK: Final = 4 << 20  # feed bytes per batch: a row group of a busy tabl
 RISING: Final = ("timestamp", "session_time", "seq")  # Parquet columns stored as deltas
 FILTER_KEYS: Final = (*RISING, "locate", "symbol")  # Parquet columns with min/max statistics
 FIRST_CHUNK: Final = 1 << 20
+HASH_THREAD_FROM: Final = 256 << 20  # file bytes from which the SHA-256 has a thread
 MAX_RECORD: Final = 2 + 0xFFFF  # the longest framed record: its length prefix and body
 TOOL: Final = "twinmatch 0.1.0"
 
@@ -146,30 +147,82 @@ def stream_tables(source: Path, impl: str, tables: Sequence[str], symbols: objec
     return builder.counters(), sha
 
 
+class _Hasher:
+    """The SHA-256 of a file's chunks, in order: on a thread of its own (hashlib releases
+    the GIL) for a big file, where it would be a tenth of the reading thread's work, or
+    inline for a small one, where that thread would only compete with the writer for two
+    cores (measured here: a 1M-message day 0.355 s inline, 0.383 s threaded; a 20M one
+    4.79 s inline, 4.45 s threaded). update() returns an event set once the bytes are
+    hashed: until then the caller must not overwrite them."""
+
+    def __init__(self, threaded: bool) -> None:
+        self.sha = hashlib.sha256()
+        self._queue: queue.Queue[tuple[memoryview, threading.Event] | None] | None = None
+        if threaded:
+            self._queue = queue.Queue()
+            self._thread = threading.Thread(target=self._run, name="tables-hash", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        assert self._queue is not None
+        while (item := self._queue.get()) is not None:
+            self.sha.update(item[0])
+            item[1].set()
+
+    def update(self, data: memoryview) -> threading.Event:
+        done = threading.Event()
+        if self._queue is None:
+            self.sha.update(data)
+            done.set()
+        else:
+            self._queue.put((data, done))
+        return done
+
+    def hexdigest(self) -> str:
+        if self._queue is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._queue = None
+        return self.sha.hexdigest()
+
+
 def _stream_plain(raw: IO[bytes], builder: Any, chunk: int,
                   on_batch: Callable[[dict[str, dict[str, np.ndarray]]], None] | None,
                   bar: Progress) -> str:
-    """A raw ITCH file: each chunk is read into one buffer behind the partial record the
-    last one left, hashed and fed where it lies (no copy of the chunk in Python)."""
-    sha = hashlib.sha256()
-    buf = bytearray(chunk + MAX_RECORD)  # a partial record is shorter than MAX_RECORD
-    view = memoryview(buf)
-    carry = done = 0
+    """A raw ITCH file: each chunk is read into a buffer behind the partial record the
+    last one left and fed where it lies (no copy of the chunk in Python). Two buffers take
+    turns, so that one can be hashed while the builder reads the other."""
+    size = os.fstat(raw.fileno()).st_size
+    hasher = _Hasher(threaded=size >= HASH_THREAD_FROM)
+    bufs = [bytearray(chunk + MAX_RECORD) for _ in range(2)]  # a partial record is shorter
+    hashed = [threading.Event(), threading.Event()]
+    for event in hashed:
+        event.set()
+    carry = done = turn = 0
     want = min(chunk, FIRST_CHUNK)  # a short first batch: the writer thread starts sooner
-    while n := raw.readinto(view[carry:carry + want]):  # type: ignore[attr-defined]
-        want = chunk
-        sha.update(view[carry:carry + n])
-        done += n
-        have = carry + n
-        used = builder.feed(view[:have])
-        carry = have - used
-        buf[:carry] = bytes(view[used:have])  # the partial record to the front
-        if on_batch is not None:
-            on_batch(builder.take())
-        bar.update(done, builder.messages)
+    try:
+        while True:
+            view = memoryview(bufs[turn])
+            n = raw.readinto(view[carry:carry + want])  # type: ignore[attr-defined]
+            if not n:
+                break
+            want = chunk
+            hashed[turn] = hasher.update(view[carry:carry + n])
+            done += n
+            have = carry + n
+            used = builder.feed(view[:have])
+            carry = have - used
+            turn ^= 1
+            hashed[turn].wait()  # the other buffer's last bytes are hashed: reuse it
+            bufs[turn][:carry] = view[used:have]  # the partial record to its front
+            if on_batch is not None:
+                on_batch(builder.take())
+            bar.update(done, builder.messages)
+    finally:
+        digest = hasher.hexdigest()
     if carry:
-        raise tail_error(bytes(view[:carry]), builder.offset)
-    return sha.hexdigest()
+        raise tail_error(bytes(memoryview(bufs[turn])[:carry]), builder.offset)
+    return digest
 
 
 def _stream_general(raw: IO[bytes], head: bytes, builder: Any, impl: str, chunk: int,
