@@ -291,8 +291,8 @@ void register_market(nb::module_& m) {
             "order_ref"_a, "(locate, side, price, shares) of a live order, or None.")
         .def(
             "set_lookahead", [](BoundMarket& b, bool on) { b.idle().set_lookahead(on); }, "on"_a,
-            "Benchmark hook: prefetch for the messages ahead (by default only while the live\n"
-            "orders outgrow the L2 cache) or never.")
+            "Benchmark hook: prefetch for the messages ahead (by default only while the\n"
+            "working set outgrows half the last-level cache) or never.")
         .def(
             "set_lookahead_stages",
             [](BoundMarket& b, unsigned stages) { b.idle().set_lookahead_stages(stages); },

@@ -747,8 +747,8 @@ class Market:
 
     def set_lookahead(self, on: bool) -> None:
         """
-        Benchmark hook: prefetch for the messages ahead (by default only while the live
-        orders outgrow the L2 cache) or never.
+        Benchmark hook: prefetch for the messages ahead (by default only while the
+        working set outgrows half the last-level cache) or never.
         """
 
     def set_lookahead_stages(self, stages: int) -> None:

@@ -151,8 +151,8 @@ class Market:
         return {str(k): int(v) for k, v in self._m.window_stats().items()}
 
     def set_lookahead(self, on: bool) -> None:
-        """Benchmark hook: prefetch for the messages ahead (the default: while the live
-        orders outgrow the L2 cache) or never."""
+        """Benchmark hook: prefetch for the messages ahead (the default: while the working
+        set outgrows half the last-level cache) or never."""
         self._m.set_lookahead(bool(on))
 
     def set_lookahead_stages(self, stages: int) -> None:

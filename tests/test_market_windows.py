@@ -218,7 +218,8 @@ def test_window_levels_must_be_a_power_of_two_in_range() -> None:
 
 # ---------------------------------------------------------------- look-ahead stages
 # Prefetches are hints: every number of stages, and the default rule (stages only while
-# the live orders outgrow the L2 cache), must give the same books, fills and counts.
+# the working set outgrows half the last-level cache), must give the same books, fills
+# and counts.
 
 
 def _replay(path: Any, mode: str, stages: int | None) -> tuple[str, list[Any]]:
@@ -247,20 +248,40 @@ def test_lookahead_stages_checked() -> None:
             m.set_lookahead_stages(bad)
 
 
-def test_lookahead_rule_follows_the_live_orders() -> None:
-    """The default: no stages while the live orders' lines (64 bytes each) fit in the L2
-    cache, all three once they do not; a fixed count stays fixed."""
-    import os
+def _last_level_cache() -> int:
+    """The cache size native/market.hpp reads: cpu0's largest in sysfs, else sysconf."""
+    from pathlib import Path
 
+    sizes = []
+    for f in Path("/sys/devices/system/cpu/cpu0/cache").glob("index[0-7]/size"):
+        text = f.read_text().strip()
+        scale = {"K": 1024, "M": 1 << 20}.get(text[-1:], 1)
+        sizes.append(int(text.rstrip("KM")) * scale)
+    if sizes:
+        return max(sizes)
+    import os
+    for name in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
+        if name in os.sysconf_names and os.sysconf(name) > 0:
+            return os.sysconf(name)
+    return 1 << 20
+
+
+def test_lookahead_rule_follows_the_live_orders() -> None:
+    """The default: no stages while the working set (64 bytes a live order, 16 a window
+    level) fits in half the last-level cache, all three once it does not; a fixed count
+    stays fixed."""
     from twinmatch.gen import many_locates_events
 
-    l2 = os.sysconf("SC_LEVEL2_CACHE_SIZE") if "SC_LEVEL2_CACHE_SIZE" in os.sysconf_names else 0
-    l2 = l2 if l2 > 0 else 1 << 20
+    half = _last_level_cache() // 2
     m = optimized.market.Market("book")
     assert m.lookahead_stages() == 0
-    events = many_locates_events(65_536, 1 + (l2 // 64) // 65_536)  # past the threshold
+    few = many_locates_events(4, 8)  # a few orders, a few small windows
+    m.run(few)
+    assert len(m) * 64 + m.window_stats()["levels"] * 16 <= half
+    assert m.lookahead_stages() == 0
+    events = many_locates_events(65_536, 1 + (half // 64) // 65_536)  # past the threshold
     m.run(events)
-    assert len(m) * 64 > l2 and m.lookahead_stages() == 3
+    assert len(m) * 64 > half and m.lookahead_stages() == 3
     m.set_lookahead_stages(2)
     assert m.lookahead_stages() == 2
     m.set_lookahead(False)

@@ -301,9 +301,10 @@ MARKET_STEPS = (
                        "word, its queue neighbours (an add: the level's youngest order); the "
                        "locate's three lines from the message's own locate, 4 ahead"),
 )
-# The default (= twinmatch replay) runs the three stages only while the live orders
-# outgrow the L2 cache; the paired record below shows what that rule saves on a one-symbol
-# day, where everything is a cache hit (on the 20M-message day it is always on).
+# The default (= twinmatch replay) runs the three stages only while the working set (a
+# line per live order plus the window levels) outgrows half the last-level cache; the
+# paired records below show what that rule saves on the one- and 500-symbol days, whose
+# working sets fit (on the 20M-message, 4,000-symbol day it is on for most of the day).
 MARKET_ABLATION_INCLUDES = ("book mode, Market.run_file over the 20M-message, 4,000-symbol "
                             "day: read + decode + apply; a fresh market per round")
 
@@ -353,17 +354,20 @@ def test_paired_market_step(benchmark: Any, step: int,
 
 
 @pytest.mark.benchmark(group="paired")
-def test_paired_market_lookahead_rule(benchmark: Any,
+@pytest.mark.parametrize("symbols", [1, 500])
+def test_paired_market_lookahead_rule(benchmark: Any, symbols: int,
                                       days: dict[str, tuple[Path, str]]) -> None:
-    """The default rule (look-ahead only past the L2 cache) against always prefetching,
-    on the one-symbol growth day, whose live orders fit the cache."""
-    path, books = days["growth-1"]
+    """The default rule (look-ahead only while the working set outgrows half the
+    last-level cache) against always prefetching, on the growth days of 1 and 500
+    symbols, whose working sets fit the cache."""
+    path, books = days[f"growth-{symbols}"]
     market: Any = market_step_run(None, path)()
     assert market.books_csv() == books
     fast = Side("by-working-set", wall(market_step_run(None, path)), ops=GROWTH_N)
     slow = Side("always", wall(market_step_run(len(MARKET_STEPS) - 1, path)), ops=GROWTH_N)
-    paired(benchmark, "market-lookahead-rule", fast, slow, pairs=11, warmup=1,
-           workload="growth-1", messages=GROWTH_N, includes=INCLUDES["growth"])
+    key = "market-lookahead-rule" + ("" if symbols == 1 else f"-{symbols}")
+    paired(benchmark, key, fast, slow, pairs=11, warmup=1,
+           workload=f"growth-{symbols}", messages=GROWTH_N, includes=INCLUDES["growth"])
 
 
 # ------------------------------------------------------------ 4. 65,536 locates
