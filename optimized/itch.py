@@ -10,6 +10,7 @@ decompressed by Python's zlib in chunks and each chunk decoded in C++.
 from __future__ import annotations
 
 import mmap
+import threading
 from collections.abc import Callable, Iterator
 from typing import IO, Final
 
@@ -115,32 +116,102 @@ def scan_step(window: memoryview | bytes, base: int) -> tuple[
 
 
 def read_plain(f: IO[bytes], chunk_size: int, step: Step = scan_step) -> Iterator[Batch]:
-    """A plain stream, read into one reused buffer: [carried partial record][next chunk].
+    """A plain stream, read into reused buffers: [carried partial record][next chunk].
 
-    Each chunk is read straight into the buffer behind the few bytes of the record the last
-    chunk cut (``readinto``: no new bytes object per chunk), and decoded in place. Chunks end
-    where naive.itch's chunks end, so both twins yield the same batches. A file is read, never
+    Each chunk is read straight into a buffer behind room for the few bytes of the record
+    the last chunk cut (``readinto``: no new bytes object per chunk), and decoded in place.
+    Two buffers take turns: from READ_AHEAD_FROM bytes a chunk, the next chunk is read on a
+    thread of its own (a read releases the GIL) while C++ decodes this one, so the copy
+    out of the page cache overlaps the decoding on the second core. Chunks end where
+    naive.itch's chunks end, so both twins yield the same batches. A file is read, never
     mapped: if it shrinks meanwhile, the read just ends early and the cut record is reported.
     """
-    buf = bytearray(MAX_CARRY + chunk_size)
-    view = memoryview(buf)
-    carry = 0  # bytes of a cut record at the front of buf
-    base = 0  # feed offset of buf[0]
-    while got := read_into(f, view[carry:carry + chunk_size]):
-        end = carry + got
-        if base == 0:  # buf holds the feed's first bytes: refuse a capture, as file_chunks does
-            check_not_capture(bytes(view[:min(4, end)]))
-        with view[:end] as window:
-            events, counts, consumed, error = step(window, base)
-        if len(events) or counts:
-            yield events, counts
-        if error is not None:
-            raise error
-        carry = end - consumed
-        buf[:carry] = buf[consumed:end]  # the cut record moves to the front (< 64 KiB)
-        base += consumed
+    views = [memoryview(bytearray(MAX_CARRY + chunk_size)) for _ in range(2)]
+    reader = _ReadAhead(f, threaded=chunk_size >= READ_AHEAD_FROM)
+    carry = b""  # the cut record, put in front of the next chunk
+    base = 0  # feed offset of the window's first byte
+    turn = 0
+    try:
+        reader.ask(views[turn][MAX_CARRY:])
+        while got := reader.wait():
+            view = views[turn]
+            start, end = MAX_CARRY - len(carry), MAX_CARRY + got
+            view[start:MAX_CARRY] = carry
+            if base == 0:  # the feed's first bytes: refuse a capture, as file_chunks does
+                check_not_capture(bytes(view[start:min(start + 4, end)]))
+            turn ^= 1
+            reader.ask(views[turn][MAX_CARRY:])  # the next chunk, while this one is decoded
+            with view[start:end] as window:
+                events, counts, consumed, error = step(window, base)
+            if len(events) or counts:
+                yield events, counts
+            if error is not None:
+                raise error
+            carry = bytes(view[start + consumed:end])  # < 64 KiB
+            base += consumed
+    finally:
+        reader.close()
     if carry:
-        raise tail_error(bytes(view[:carry]), 0, base)
+        raise tail_error(carry, 0, base)
+
+
+READ_AHEAD_FROM: Final = 1 << 20  # chunk bytes from which read_plain reads ahead
+
+
+class _ReadAhead:
+    """One read_into at a time, on a thread of its own or (``threaded`` False: small
+    chunks, where handing a read to a thread costs more than it hides) when waited for."""
+
+    def __init__(self, f: IO[bytes], threaded: bool) -> None:
+        self._f = f
+        self._out: memoryview | None = None
+        self._result: int | BaseException = 0
+        self._thread: threading.Thread | None = None
+        self._asked = threading.Semaphore(0) if threaded else None
+        self._done = threading.Semaphore(0) if threaded else None
+        if threaded:
+            self._thread = threading.Thread(target=self._run, name="read-ahead", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        assert self._asked is not None and self._done is not None
+        while True:
+            self._asked.acquire()
+            if self._out is None:  # close()
+                return
+            try:
+                self._result = read_into(self._f, self._out)
+            except BaseException as exc:  # noqa: BLE001 - raised by wait(), in the caller
+                self._result = exc
+            self._done.release()
+
+    def ask(self, out: memoryview) -> None:
+        """Start reading into ``out`` (the last read must have been waited for)."""
+        self._out = out
+        if self._asked is not None:
+            self._asked.release()
+
+    def wait(self) -> int:
+        """The bytes the last ask() read (0: the end), or its error raised."""
+        if self._done is not None:
+            self._done.acquire()
+        elif self._out is not None:
+            self._result = read_into(self._f, self._out)
+        self._out = None
+        if isinstance(self._result, BaseException):
+            raise self._result
+        return self._result
+
+    def close(self) -> None:
+        """Wait for a read still under way (one chunk at most), then stop the thread."""
+        if self._thread is None:
+            return
+        if self._out is not None:
+            self._done.acquire()  # type: ignore[union-attr]
+        self._out = None
+        self._asked.release()  # type: ignore[union-attr]
+        self._thread.join()
+        self._thread = None
 
 
 def read_into(f: IO[bytes], out: memoryview) -> int:
