@@ -34,7 +34,7 @@ install: $(STAMP)
 # that uses the extension runs this first, so no command pays a build check at start-up.
 # It also compiles the Python packages' bytecode: with PYTHONDONTWRITEBYTECODE (exported
 # above) nothing writes it at import, and every command would compile its modules again at
-# start-up (~30 ms of `twinmatch tables`); a stale .pyc is never used (Python checks the
+# start-up (of every module it imports); a stale .pyc is never used (Python checks the
 # source's time stamp), so an edited module only costs its own compile.
 build: $(STAMP)
 	$(PY) -c "from optimized._build import main; raise SystemExit(main())"

@@ -769,10 +769,9 @@ public:
     // half the last-level cache (its size from the kernel, once: see last_level_cache).
     // Below that, the lines mostly come from that cache, in a few tens of cycles that the
     // out-of-order core overlaps by itself, and the hints cost more instructions than they
-    // save waiting. Measured here (16 MiB L3), 5M-message days, prefetching off / on: 1
-    // symbol 31 / 50 ns a message (2.4 MB working set), 500 symbols 48 / 59 (2.4 MB), 4,000
-    // symbols 70 / 73 (10 MB), 8,000 symbols 99 / 80 (19 MB). The paired benchmarks
-    // `market-lookahead-rule*` show what the rule saves.
+    // save waiting. The paired benchmarks `market-lookahead-rule` (1 symbol) and
+    // `market-lookahead-rule-500` show what the rule saves, `market-step-*` (the 20M-message,
+    // 4,000-symbol day) what the stages buy past it.
     static constexpr unsigned kAuto = 255;
     static constexpr std::uint64_t kLineBytesPerOrder = 64;  // its node and reference slot
     std::uint64_t working_set_bytes() const {

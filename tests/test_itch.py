@@ -428,6 +428,31 @@ def test_read_file_error_after_everything_before(impl: ModuleType, tmp_path: Pat
     assert len(batches) > 10
 
 
+@pytest.mark.parametrize("damage", ["cut", "bad_length", "none"])
+def test_read_file_big_chunks_read_ahead(impl: ModuleType, tmp_path: Path, damage: str) -> None:
+    """Chunks of 1 MiB and more: the optimized reader reads the next one on a thread while
+    this one decodes. The batches and the error (in a later chunk: the day is ~3 chunks)
+    are the naive twin's, and closing the generator early waits for the read under way."""
+    data = bytearray(sample_day(100_000, seed=5))
+    if damage == "cut":
+        data = data[:-5]
+    elif damage == "bad_length":
+        off = 0
+        while off < 2 << 20:  # the first record past 2 MiB: its A gets a wrong length
+            off += 2 + int.from_bytes(data[off:off + 2], "big")
+        data[off:off + 2] = (999).to_bytes(2, "big")
+    path = tmp_path / "day.itch"
+    path.write_bytes(bytes(data))
+    chunk = 1 << 20
+    assert len(data) > 2 * chunk
+    got = outcome_file(impl, path, chunk)
+    assert got == outcome_file(naive_itch, path, chunk)
+    assert (got[1] is None) == (damage == "none") and len(got[0]) >= 2
+    it = impl.read_file(path, chunk)
+    next(it)
+    it.close()  # a read of the next chunk is under way: waited for, no error
+
+
 def test_bad_chunk_size(impl: ModuleType, tmp_path: Path) -> None:
     path = tmp_path / "x.itch"
     path.write_bytes(SPEC_A)

@@ -664,7 +664,7 @@ def _add_entry_parsers(sub: Any) -> None:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line. Given the command about to run, only its own sub-parser is built
-    (start-up: building all of them, and importing what they name, costs ~20 ms);
+    (start-up: building all of them imports what they name, chapter 13's modules too);
     otherwise, or for a name that is no command (so the error lists them all), every one."""
     parser = argparse.ArgumentParser(prog="twinmatch", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)

@@ -150,10 +150,10 @@ def stream_tables(source: Path, impl: str, tables: Sequence[str], symbols: objec
 class _Hasher:
     """The SHA-256 of a file's chunks, in order: on a thread of its own (hashlib releases
     the GIL) for a big file, where it would be a tenth of the reading thread's work, or
-    inline for a small one, where that thread would only compete with the writer for two
-    cores (measured here: a 1M-message day 0.355 s inline, 0.383 s threaded; a 20M one
-    4.79 s inline, 4.45 s threaded). update() returns an event set once the bytes are
-    hashed: until then the caller must not overwrite them."""
+    inline for a small one, where start-up and the writer thread decide the time and a
+    third thread would only compete with the writer for two cores (the benchmark group
+    "tables" times both sizes). update() returns an event set once the bytes are hashed:
+    until then the caller must not overwrite them."""
 
     def __init__(self, threaded: bool) -> None:
         self.sha = hashlib.sha256()
