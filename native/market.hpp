@@ -636,6 +636,10 @@ public:
     // 0 if no H message named the locate, else 0x100 | the trading state byte.
     std::uint16_t trading_state(std::uint16_t locate) const { return loc_[locate].s.trading; }
     std::size_t applied() const { return applied_; }  // events of the last run() applied
+    // Book-mode events refused so far (an anomaly other than a locate mismatch: the event
+    // changed nothing). Unchanged across one event = it applied (tables.hpp reads this
+    // instead of looking the order up again afterwards).
+    std::uint64_t refused() const { return refused_; }
     void set_growth_budget(std::int64_t steps) { budget_.left = steps; }
     // Look-ahead on (by the working set, the default: see stages_now) or off.
     void set_lookahead(bool on) { lookahead_ = on ? kAuto : 0; }
@@ -677,6 +681,15 @@ public:
         }
     }
     // --8<-- [end:run]
+
+    // One event, for a caller that steps event by event (tables.hpp, which writes rows
+    // between events): run(&e, 1, fills) without the loop, the look-ahead and the call
+    // (inlined into the caller's own loop). Fills get op_index 0.
+    [[gnu::always_inline]] void step(const ItchEvent& e, std::vector<FillRecord>& fills) {
+        applied_ = 0;
+        apply(e, 0, fills);
+        applied_ = 1;
+    }
 
     // --8<-- [start:run_itch]
     // Decode and apply in one pass: the framed ITCH records of buf[0, n) (checked and
@@ -1021,7 +1034,10 @@ public:
     // --8<-- [end:books_csv]
 
 private:
-    void anomaly(Anomaly a) { ++counts_.anomalies[static_cast<std::size_t>(a)]; }
+    void anomaly(Anomaly a) {
+        ++counts_.anomalies[static_cast<std::size_t>(a)];
+        if (a != Anomaly::LocateMismatch) ++refused_;  // the one anomaly that still applies
+    }
     void reject(Reason r) { ++counts_.rejects[static_cast<std::size_t>(r)]; }
 
     // Room for `n` more fills, made before an event changes anything (doubling, so the
@@ -1686,6 +1702,7 @@ private:
     BookStates states_;
     std::uint64_t clock_ = 0;                      // the latest timestamp seen
     std::size_t applied_ = 0;
+    std::uint64_t refused_ = 0;  // see refused()
     MarketCounts counts_;
 };
 

@@ -306,9 +306,9 @@ private:
     }
     // --8<-- [end:message]
 
-    void run(const ItchEvent& e) {
+    [[gnu::always_inline]] void run(const ItchEvent& e) {
         fills_.clear();
-        market_.run(&e, 1, fills_);
+        market_.step(e, fills_);
     }
 
     struct Order {
@@ -326,50 +326,43 @@ private:
 
     // --8<-- [start:book]
     // One A F E C X D U: apply it, then write the rows it causes if it changed a book
-    // (read from the order before and after, as naive/tables.py reads it).
+    // (as naive/tables.py decides it from the order before and after). The order after
+    // is not looked up again: if the market refused nothing, the event applied, and what
+    // it left follows from the event (an add rests as sent; X leaves shares - X; D and a
+    // full execution leave nothing; U rests the new reference as sent, same locate and
+    // side).
     void book(const ItchEvent& e) {
         const Order before = order(e.order_ref);
+        const std::uint64_t refused = market_.refused();
         run(e);
+        if (market_.refused() != refused) return;  // counted by the market, changed nothing
         const std::uint8_t k = e.type;
         if (k == 'A' || k == 'F') {
-            const Order after = order(e.order_ref);
-            if (!before.live && after.live) {
-                count_level(after.locate, after.side, e.price, +1);
-                changed(e, after.locate, after.side, e.price, e.shares, 0, 0, 0);
-            }
+            const Side side = e.side == 'B' ? Side::Buy : Side::Sell;
+            count_level(e.locate, side, e.price, +1);
+            changed(e, e.locate, side, e.price, e.shares, 0, 0, 0);
             return;
         }
-        if (!before.live) return;  // unknown reference: counted by the market
+        if (!before.live) return;  // (refused above: an unknown reference)
         if (k == 'E' || k == 'C') {
-            if (fills_.empty()) return;  // over-execution or 0 shares
             if (e.shares == before.shares) count_level(before.locate, before.side, before.price, -1);
             const std::uint32_t print = k == 'C' ? e.price : before.price;  // E: resting price
             changed(e, before.locate, before.side, before.price, e.shares, before.price,
                     before.shares, print);
             if (k == 'E' || e.printable == 'Y') trade(e, before.locate, before.side, print);
         } else if (k == 'X') {
-            const Order after = order(e.order_ref);
-            const std::uint32_t left = after.live ? after.shares : 0;
-            if (e.shares > 0 && left == before.shares - e.shares) {
-                if (left == 0) count_level(before.locate, before.side, before.price, -1);
-                changed(e, before.locate, before.side, before.price, e.shares, before.price,
-                        before.shares, 0);
-            }
+            if (e.shares == before.shares) count_level(before.locate, before.side, before.price, -1);
+            changed(e, before.locate, before.side, before.price, e.shares, before.price,
+                    before.shares, 0);
         } else if (k == 'D') {
-            if (!order(e.order_ref).live) {
-                count_level(before.locate, before.side, before.price, -1);
-                changed(e, before.locate, before.side, before.price, before.shares,
-                        before.price, before.shares, 0);
-            }
+            count_level(before.locate, before.side, before.price, -1);
+            changed(e, before.locate, before.side, before.price, before.shares,
+                    before.price, before.shares, 0);
         } else {  // U
-            const bool gone = e.new_order_ref == e.order_ref || !order(e.order_ref).live;
-            const Order want{true, before.locate, before.side, e.price, e.shares};
-            if (gone && order(e.new_order_ref) == want) {
-                count_level(before.locate, before.side, before.price, -1);
-                count_level(before.locate, before.side, e.price, +1);
-                changed(e, before.locate, before.side, e.price, e.shares, before.price,
-                        before.shares, 0);
-            }
+            count_level(before.locate, before.side, before.price, -1);
+            count_level(before.locate, before.side, e.price, +1);
+            changed(e, before.locate, before.side, e.price, e.shares, before.price,
+                    before.shares, 0);
         }
     }
 
