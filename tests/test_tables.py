@@ -406,6 +406,8 @@ def test_raw_file_read_in_place_same_as_gzip(tmp_path: Path, day: bytes, threade
     for name in ("timestamp", "session_time", "seq"):
         assert "DELTA_BINARY_PACKED" in chunks[name].encodings, name
     assert {n for n, c in chunks.items() if c.is_stats_set} == set(tc.FILTER_KEYS)
+    # Every field is required: no row lacks a value, so no definition levels are written.
+    assert not any(f.nullable for f in pq.read_schema(tmp_path / "out" / "bbo.parquet"))
 
 
 def test_failed_run_leaves_no_file(tmp_path: Path, day: bytes) -> None:
@@ -574,3 +576,13 @@ def test_symbol_column_by_locate_equals_the_general_coding() -> None:
     for case, (values, locates) in cases.items():
         got = _symbols(values, locates).to_pylist()
         assert got == _text(values).to_pylist(), case
+    # One cache for a whole file: a locate renamed between batches is named again.
+    from twinmatch.tables_cli import SymbolNames
+    cache = SymbolNames()
+    for case in ("plain", "renamed", "plain", "shared", "empty", "plain"):
+        values, locates = cases[case]
+        got = _symbols(values, locates, cache).to_pylist()
+        assert got == _text(values).to_pylist(), case
+    later = np.array([b"MSFT    ", b"AAPL    "], dtype="S8")  # locates 1 and 2 swap names
+    got = _symbols(later, np.array([1, 2], dtype=np.uint16), cache).to_pylist()
+    assert got == ["MSFT", "AAPL"]
