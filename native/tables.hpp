@@ -384,11 +384,16 @@ private:
         level_orders_.insert(key, 1);
     }
     // The best level of one side: (price, total shares, orders), all 0 if empty. O(1):
-    // the market's best price and level total, and the count above.
-    LevelRow best(std::uint16_t locate, Side side) const {
+    // the market's best price and level total, and the count above. `last` is the row
+    // before this message: one message adds or removes at most one order of a side, and
+    // never without changing its level's total (shares >= 1), except a replace that
+    // keeps price and shares (its order count is unchanged too), so the same price and
+    // total mean the same count, and the hash is not asked.
+    LevelRow best(std::uint16_t locate, Side side, const LevelRow& last) const {
         std::uint64_t qty = 0;
         const std::uint32_t p = market_.best(locate, side, qty);
         if (p == 0) return LevelRow{};
+        if (p == last.price && qty == last.size) return last;
         return LevelRow{p, qty, level_orders_.find(level_key(locate, side, p))};
     }
     // --8<-- [end:book]
@@ -424,7 +429,9 @@ private:
         // after, and most messages of a day are deeper.
         if (keep(kBbo, locate) &&
             (at_top(locate, side, price) || (prev_price != 0 && at_top(locate, side, prev_price)))) {
-            const LevelRow top[2] = {best(locate, Side::Buy), best(locate, Side::Sell)};
+            const Bbo& was = loc_[locate].bbo;
+            const LevelRow top[2] = {best(locate, Side::Buy, was.bid),
+                                     best(locate, Side::Sell, was.ask)};
             Bbo now{top[0], top[1]};
             if (!(now == loc_[locate].bbo)) {
                 loc_[locate].bbo = now;

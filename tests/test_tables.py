@@ -297,6 +297,28 @@ def test_unknown_refs_are_counted_and_make_no_row(impl: str) -> None:
     assert c["messages"] == 6 and c["live_orders"] == 1
 
 
+@pytest.mark.parametrize("impl", TWINS)
+def test_best_order_counts_through_replaces_at_the_top(impl: str) -> None:
+    """The C++ twin reuses a side's order count while its best price and size are
+    unchanged; a replace at the top that keeps price and shares, one that moves an order
+    to the top, one out of it, and a message naming another locate, against the naive
+    twin (the rule) and by hand."""
+    data = _feed(_directory(), _directory(2, b"MSFT    "),
+                 AddOrder(1, 0, 3, 10, b"B", 100, AAPL, 1000),
+                 AddOrder(1, 0, 4, 11, b"B", 100, AAPL, 1000),
+                 OrderReplace(1, 0, 5, 10, 12, 100, 1000),   # same price and shares
+                 OrderReplace(1, 0, 6, 11, 13, 60, 1000),    # same price, fewer shares
+                 AddOrder(1, 0, 7, 14, b"B", 40, AAPL, 990),
+                 OrderReplace(1, 0, 8, 14, 15, 40, 1000),    # joins the top: 3 orders
+                 OrderReplace(2, 0, 9, 15, 16, 40, 990),     # names locate 2: leaves it
+                 OrderDelete(1, 0, 10, 12))
+    t = build(impl, data)
+    assert_same(t, build("naive", data))
+    bbo = t["bbo"]
+    assert bbo["bid_size"].tolist() == [100, 200, 160, 200, 160, 60]
+    assert bbo["bid_orders"].tolist() == [1, 2, 2, 3, 2, 1]
+
+
 # ------------------------------------------------------------------ hostile input
 
 @pytest.mark.parametrize("impl", TWINS)
