@@ -255,8 +255,9 @@ def run_label(data: dict[str, Any]) -> str:
     # A partial run laid over an earlier one (scripts/merge_bench.py): which rows are older.
     for m in data.get("merged_from") or []:
         if isinstance(m, dict) and m.get("groups"):
+            on = f", {m['cpu']}" if m.get("cpu") else ", CPU not recorded"
             text += (f"; rows of groups {', '.join(str(g) for g in m['groups'])} from the run of "
-                     f"commit {m.get('commit', '?')} ({m.get('date', '?')}))")
+                     f"commit {m.get('commit', '?')} ({m.get('date', '?')}{on})")
     return text
 
 

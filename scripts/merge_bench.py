@@ -6,7 +6,8 @@ A full ``make bench-run`` takes most of an hour; when only some groups changed, 
 those groups can replace their rows in the reference. Every benchmark of NEW replaces the
 reference's benchmark of the same name (and a paired record its record of the same key);
 the rest of the reference is kept. The output's machine and commit are NEW's, and
-``merged_from`` names the earlier run (its commit, date) and the groups whose rows still
+``merged_from`` names the earlier run (its commit, date, CPU: a merge may lay one
+machine's rows over another's, and every table must say so) and the groups whose rows still
 come from it, so scripts/figures.py can say on every table which rows are older.
 """
 
@@ -31,8 +32,9 @@ def key(b: dict[str, Any]) -> str:
 
 def merge(new: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
     fresh = {key(b) for b in new.get("benchmarks", [])}
+    cpu = ((ref.get("machine_info") or {}).get("cpu") or {}).get("brand_raw", "")
     stamp = {"commit": str((ref.get("commit_info") or {}).get("id", "?"))[:10],
-             "date": str(ref.get("datetime", ""))[:10]}
+             "date": str(ref.get("datetime", ""))[:10], "cpu": str(cpu)}
     kept = []
     for b in ref.get("benchmarks", []):
         if key(b) in fresh:
@@ -44,12 +46,13 @@ def merge(new: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
         kept.append(b)
     out = dict(new)
     out["benchmarks"] = list(new.get("benchmarks", [])) + kept
-    runs: dict[tuple[str, str], set[str]] = {}
+    runs: dict[tuple[str, str, str], set[str]] = {}
     for b in kept:
         at = b["extra_info"]["measured_at"]
-        runs.setdefault((str(at["commit"]), str(at["date"])), set()).add(str(b.get("group")))
-    out["merged_from"] = [{"commit": c, "date": d, "groups": sorted(g)}
-                          for (c, d), g in sorted(runs.items(), key=lambda kv: kv[0][1])]
+        run = (str(at["commit"]), str(at["date"]), str(at.get("cpu", "")))  # older: no cpu
+        runs.setdefault(run, set()).add(str(b.get("group")))
+    out["merged_from"] = [{"commit": c, "date": d, "cpu": cpu, "groups": sorted(g)}
+                          for (c, d, cpu), g in sorted(runs.items(), key=lambda kv: kv[0][1])]
     return out
 
 

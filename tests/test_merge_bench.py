@@ -26,6 +26,7 @@ figures = _load("figures")
 
 def _run(commit: str, date: str, rows: list[tuple[str, str]]) -> dict[str, Any]:
     return {"commit_info": {"id": commit}, "datetime": date,
+            "machine_info": {"cpu": {"brand_raw": f"CPU of {commit[:1]}"}},
             "benchmarks": [{"group": g, "name": n, "fullname": n, "extra_info": {},
                             "stats": {"median": 1.0, "rounds": 1}} for g, n in rows]}
 
@@ -38,7 +39,7 @@ def test_new_rows_replace_old_and_the_rest_is_stamped() -> None:
     assert names == [("engine", "t1"), ("simd", "t3"), ("itch", "t2")]
     assert out["commit_info"]["id"] == "bbbbbbbbbbbb"
     assert out["merged_from"] == [{"commit": "aaaaaaaaaa", "date": "2026-12-01",
-                                   "groups": ["itch"]}]
+                                   "cpu": "CPU of a", "groups": ["itch"]}]
     # a second merge keeps the first stamp of rows it does not replace
     newer = _run("cccccccccccc", "2026-12-03T00:00", [("simd", "t3")])
     again = merge_bench.merge(newer, out)
@@ -46,4 +47,6 @@ def test_new_rows_replace_old_and_the_rest_is_stamped() -> None:
         ("aaaaaaaaaa", ("itch",)), ("bbbbbbbbbb", ("engine",))}
     label = figures.run_label(again)
     assert "commit cccccccccc" in label
-    assert "rows of groups itch from the run of commit aaaaaaaaaa" in label
+    assert "rows of groups itch from the run of commit aaaaaaaaaa (2026-12-01, CPU of a)" in label
+    # each older run names its own machine: rows merged from two machines say so
+    assert "(2026-12-02, CPU of b)" in label
