@@ -795,9 +795,13 @@ public:
         return working_set_bytes() > cache_bytes_ / 2 ? kStages : 0;
     }
     // The largest cache of cpu0 as the kernel describes it (sysfs: "16384K"), else what
-    // sysconf says (L3, else L2), else 1 MiB. sysfs first: in a virtual machine, sysconf
-    // reads the CPUID of the host's whole processor (here 256 MiB of L3, where the kernel
-    // and lscpu say 16 MiB).
+    // sysconf says (L3, else L2), else 1 MiB; never more than kCacheCap. sysfs first: in a
+    // virtual machine, sysconf may read the CPUID of the host's whole processor (on one
+    // machine here 256 MiB of L3, where the kernel said 16 MiB). And the cap: on another,
+    // the kernel itself said 260 MiB (the host's L3, shared with every other guest), the
+    // rule never ran the stages, and the 4,000-symbol day lost what `market-step-prefetch`
+    // shows they buy there. The cap is what a core can count on holding, not a reading.
+    static constexpr std::uint64_t kCacheCap = std::uint64_t(16) << 20;
     static std::uint64_t last_level_cache() {
         static const std::uint64_t bytes = [] {
             std::uint64_t best = 0;
@@ -818,7 +822,7 @@ public:
                 const long b = ::sysconf(name);
                 if (best == 0 && b > 0) best = std::uint64_t(b);
             }
-            return best != 0 ? best : std::uint64_t(1) << 20;
+            return std::min(best != 0 ? best : std::uint64_t(1) << 20, kCacheCap);
         }();
         return bytes;
     }

@@ -249,7 +249,8 @@ def test_lookahead_stages_checked() -> None:
 
 
 def _last_level_cache() -> int:
-    """The cache size native/market.hpp reads: cpu0's largest in sysfs, else sysconf."""
+    """The cache size native/market.hpp counts: cpu0's largest in sysfs, else sysconf,
+    never more than 16 MiB (a virtual machine may report its host's whole L3)."""
     from pathlib import Path
 
     sizes = []
@@ -257,12 +258,13 @@ def _last_level_cache() -> int:
         text = f.read_text().strip()
         scale = {"K": 1024, "M": 1 << 20}.get(text[-1:], 1)
         sizes.append(int(text.rstrip("KM")) * scale)
+    cap = 16 << 20
     if sizes:
-        return max(sizes)
+        return min(max(sizes), cap)
     import os
     for name in ("SC_LEVEL3_CACHE_SIZE", "SC_LEVEL2_CACHE_SIZE"):
         if name in os.sysconf_names and os.sysconf(name) > 0:
-            return os.sysconf(name)
+            return min(os.sysconf(name), cap)
     return 1 << 20
 
 
