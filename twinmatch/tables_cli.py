@@ -288,7 +288,8 @@ class SymbolNames:
         stale = ~self.known[locates] | (self.raw[locates] != raw)
         for loc, value in zip(locates[stale].tolist(), raw[stale].tolist(), strict=True):
             self.raw[loc], self.names[loc], self.known[loc] = value, symbol_text(value), True
-        return self.names[locates].tolist()
+        names: list[str] = self.names[locates].tolist()
+        return names
 
 
 def _symbols(values: np.ndarray, locates: np.ndarray,
