@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,12 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+
+# A shell's background job (`make test &` with no job control) starts with SIGINT ignored,
+# every child inherits that, and the Ctrl-C tests would see their child ignore the
+# signal. Python's own handler here is reset to the default in each child at exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _shared() -> Path:
