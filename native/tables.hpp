@@ -316,7 +316,6 @@ private:
         std::uint16_t locate = 0;
         Side side = Side::Buy;
         std::uint32_t price = 0, shares = 0;
-        bool operator==(const Order&) const = default;
     };
     Order order(std::uint64_t ref) const {
         Order o;

@@ -318,7 +318,7 @@ def arrow_table(table: str, batch: dict[str, np.ndarray], depth: int,
     """One batch as an Arrow table: numbers keep their unsigned types, chars and text
     become strings, and ``session_time`` (UTC) follows ``timestamp`` if the day is known.
     Every field is required (not nullable): no row lacks a value, and Parquet then writes
-    no definition levels (the writer's time on a bbo batch: about a seventh less)."""
+    no definition levels."""
     import pyarrow as pa
     arrays: list[pa.Array] = []
     names: list[str] = []
