@@ -135,9 +135,9 @@ bench-day: $(BENCH_STAMP) bench-deps build
 bench-tables-day: $(BENCH_STAMP) build
 	mkdir -p out
 	TWINMATCH_BENCH_TABLES_DAY=1 $(VENV)/bin/pytest tests/bench/test_bench_tables.py \
-	  -k "paired_tables_convert and day20m" -p no:cacheprovider --benchmark-only \
+	  -k "(paired_tables_convert and day20m) or builder_lookahead" -p no:cacheprovider --benchmark-only \
 	  --benchmark-json=out/bench-tables-day.json --benchmark-columns=median,rounds -q
-	$(PY) scripts/targets.py out/bench-tables-day.json --only tables-day20m-vs-itchbook
+	$(PY) scripts/targets.py out/bench-tables-day.json --only tables-day20m-vs-itchbook,tables-builder-lookahead
 
 # The book with fresh numbers from this machine (a missed target is reported in the
 # book, not fatal here).

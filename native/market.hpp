@@ -133,6 +133,10 @@ public:
             if (s.ref == ref) return &s.value;
         }
     }
+    // Ask for the cache line of a key's home slot (a hint: no effect on the map).
+    [[gnu::always_inline]] void prefetch(std::uint64_t ref) const {
+        __builtin_prefetch(&slots_[home(ref)], 1);
+    }
     // Called before an operation changes anything: afterwards one insert cannot fail.
     void reserve_one() {
         if ((size_ + 1) * 2 > mask_ + 1) [[unlikely]] rehash((mask_ + 1) * 2);
@@ -707,26 +711,10 @@ public:
         std::size_t off = 0;
         std::uint32_t k = 0;
         ItchEvent e;
-        // Look-ahead (below): a cursor kAhead records ahead, and a ring of what the last
-        // eight records ahead asked for, by record number.
-        std::size_t cursor = off;
-        std::uint32_t ahead = 0;  // the cursor's record number (this call's records from 0)
-        std::array<Ahead, 8> ring{};
-        const unsigned st = stages_now();
-        if (st != 0)
-            for (; ahead < kAhead; ++ahead) {
-                ring[ahead] = ahead_of(next_record(buf, n, cursor));
-                hint_slot(ring[ahead], st);
-            }
+        Lookahead la(buf, n, stages_now());  // hints for the records ahead (below)
+        look_first(la);
         while (n - off >= 2) {
-            if (st != 0) {  // record `ahead` is kAhead past this one
-                const Ahead a = ahead_of(next_record(buf, n, cursor));
-                ring[ahead & 7] = a;
-                hint_slot(a, st);
-                if (st > 1) hint_node(ring[(ahead - (kAhead - kNode)) & 7]);
-                if (st > 2) hint_level(ring[(ahead - (kAhead - kLevel)) & 7]);
-                ++ahead;
-            }
+            look_next(la);
             const std::size_t len = itch::be16(buf + off);
             if (len == 0) {
                 r.error = itch::Error::ZeroLength;
@@ -834,6 +822,45 @@ public:
         std::uint8_t kind;
         std::uint16_t locate;  // a reference's message names its locate too
     };
+    // The look-ahead over framed records, for a loop that decodes and applies them one by
+    // one (run_itch, and tables.hpp's builder): a cursor kAhead records ahead of the one
+    // applied, and a ring of what the last eight records ahead asked for, by record number.
+    struct Lookahead {
+        Lookahead(const std::uint8_t* b, std::size_t len, unsigned stages)
+            : buf(b), n(len), st(stages) {}
+        const std::uint8_t* buf;
+        std::size_t n;
+        unsigned st;               // stages to run (0: none)
+        std::size_t cursor = 0;    // the next record ahead
+        std::uint32_t ahead = 0;   // its record number (this loop's records from 0)
+        std::array<Ahead, 8> ring{};
+        // What this record's step asked of stage 1 (kAhead ahead: a ring entry) and the
+        // order stage 3 found (kLevel ahead; nullptr if none), for a caller's own hints.
+        const Ahead* first = nullptr;
+        const MarketOrder* order = nullptr;
+    };
+    void look_first(Lookahead& la) const {  // stage 1 of the first kAhead records
+        if (la.st == 0) return;
+        for (; la.ahead < kAhead; ++la.ahead) {
+            la.ring[la.ahead] = ahead_of(next_record(la.buf, la.n, la.cursor));
+            hint_slot(la.ring[la.ahead], la.st);
+        }
+    }
+    // Before each record is applied: record `ahead` is kAhead past it.
+    [[gnu::always_inline]] void look_next(Lookahead& la) const {
+        if (la.st == 0) return;
+        // Written in place and read field by field, never copied whole: a copy of a struct
+        // just written a field at a time is one wide load over narrow stores, which the
+        // core cannot forward from its store queue; it waits for the stores to retire
+        // (an earlier version copied it, and perf put half the builder's samples there).
+        Ahead& a = la.ring[la.ahead & 7];
+        a = ahead_of(next_record(la.buf, la.n, la.cursor));
+        la.first = &a;
+        hint_slot(a, la.st);
+        if (la.st > 1) hint_node(la.ring[(la.ahead - (kAhead - kNode)) & 7]);
+        if (la.st > 2) la.order = hint_level(la.ring[(la.ahead - (kAhead - kLevel)) & 7]);
+        ++la.ahead;
+    }
     static constexpr std::array<std::uint8_t, 256> kKind = [] {
         std::array<std::uint8_t, 256> t{};
         for (std::uint8_t c : {'E', 'C', 'X', 'D', 'U'}) t[c] = 1;
@@ -909,11 +936,12 @@ public:
     // Stage 3 (kLevel records ahead): what the node (or the add's level) leads to. A
     // reference: its side's window line, its level and its queue neighbours (an unlink
     // writes them); an add: the level's youngest order (the new one is linked behind it).
-    [[gnu::always_inline]] void hint_level(const Ahead& a) const {
+    // Returns the order a reference names (nullptr if none, or an add).
+    [[gnu::always_inline]] const MarketOrder* hint_level(const Ahead& a) const {
         if (a.kind == 1) {
-            if (a.key >= RefIndex::kDirect) return;
+            if (a.key >= RefIndex::kDirect) return nullptr;
             const std::uint32_t i = refs_.find(a.key);
-            if (i == RefIndex::kAbsent) return;
+            if (i == RefIndex::kAbsent) return nullptr;
             const MarketOrder& o = orders_[i];
             const SideBook& sb = loc_[o.locate].side[o.side & 1];
             const std::uint32_t k = sb.slot(o.price);
@@ -923,7 +951,9 @@ public:
             }
             orders_.prefetch_any(o.prev);
             orders_.prefetch_any(o.next);
-        } else if (a.kind == 2) {
+            return &o;
+        }
+        if (a.kind == 2) {
             const SideBook& sb = loc_[a.key >> 33].side[(a.key >> 32) & 1];
             const std::uint32_t k = sb.slot(static_cast<std::uint32_t>(a.key));
             if (k < sb.n) {
@@ -931,6 +961,7 @@ public:
                 __builtin_prefetch(&sb.bits[k >> 6], 1);
             }
         }
+        return nullptr;
     }
     // --8<-- [end:lookahead]
 

@@ -162,6 +162,10 @@ public:
 
     Table& table(int k) { return t_[k]; }
     const Market& market() const { return market_; }
+    // Test and benchmark hook: the market's look-ahead stages (feed() runs them, and the
+    // builder's own hints, as Market::run_itch does: by default only past the cache).
+    void set_lookahead_stages(unsigned stages) { market_.set_lookahead_stages(stages); }
+    void set_lookahead(bool on) { market_.set_lookahead(on); }
     std::uint64_t messages() const { return seq_; }
 
     // One level as the tables show it: price, total shares, orders (all 0: no level).
@@ -181,7 +185,10 @@ public:
     FeedResult feed(const std::uint8_t* buf, std::size_t n) {
         FeedResult r;
         std::size_t off = 0;
+        Market::Lookahead la(buf, n, market_.stages_now());  // as in Market::run_itch
+        market_.look_first(la);
         while (n - off >= 2) {
+            if (la.st != 0) hint(la);
             const std::size_t len = itch::be16(buf + off);
             if (len == 0) {
                 r.error = itch::Error::ZeroLength;
@@ -206,6 +213,21 @@ public:
     // --8<-- [end:feed]
 
 private:
+    // The builder's own lines, asked for beside the market's look-ahead: the locate's
+    // line (kAhead records ahead) and the level's order count (an add: kAhead ahead, its
+    // key is in the message; a reference: kLevel ahead, once the order's node has come).
+    [[gnu::always_inline]] void hint(Market::Lookahead& la) {
+        market_.look_next(la);
+        const Market::Ahead& a = *la.first;
+        if (a.kind == 1) {
+            __builtin_prefetch(&loc_[a.locate], 1);
+        } else if (a.kind == 2) {
+            __builtin_prefetch(&loc_[a.key >> 33], 1);
+            level_orders_.prefetch(a.key);  // Ahead's add key is level_key's layout
+        }
+        if (const MarketOrder* o = la.order)
+            level_orders_.prefetch(level_key(o->locate, Side(o->side & 1), o->price));
+    }
     using Pair = std::pair<const char*, int>;
     static void add_all(Table& t, std::initializer_list<Pair> cs) {
         for (auto [name, width] : cs) t.add(name, static_cast<std::size_t>(width));

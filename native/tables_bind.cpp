@@ -107,6 +107,13 @@ void register_tables(nb::module_& m) {
             nb::sig("def take(self) -> list[list[tuple[str, "
                     "numpy.typing.NDArray[numpy.uint8]]]]"),
             "Every table's columns since the last take(): [[(name, uint8 bytes), ...], ...].")
+        .def(
+            "set_lookahead_stages",
+            [](BoundTables& b, unsigned stages) { b.idle().set_lookahead_stages(stages); },
+            "stages"_a, "Test hook: run the first `stages` of the three look-ahead stages.")
+        .def(
+            "set_lookahead", [](BoundTables& b, bool on) { b.idle().set_lookahead(on); }, "on"_a,
+            "Benchmark hook: look ahead by the working set (the default) or never.")
         .def_prop_ro("messages", [](BoundTables& b) { return b.idle().messages(); })
         .def(
             "counters",

@@ -1098,6 +1098,12 @@ class TableBuilder:
         Every table's columns since the last take(): [[(name, uint8 bytes), ...], ...].
         """
 
+    def set_lookahead_stages(self, stages: int) -> None:
+        """Test hook: run the first `stages` of the three look-ahead stages."""
+
+    def set_lookahead(self, on: bool) -> None:
+        """Benchmark hook: look ahead by the working set (the default) or never."""
+
     @property
     def messages(self) -> int: ...
     def counters(self) -> tuple[list[int], int, int, int]:

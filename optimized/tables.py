@@ -71,6 +71,18 @@ class TableBuilder:
                           for (name, dtype), (_, data) in zip(want, cols, strict=True)}
         return out
 
+    def set_lookahead_stages(self, stages: int) -> None:
+        """Test hook: always run the first ``stages`` (0..3) look-ahead stages (prefetch
+        hints for the records ahead; see optimized.market.Market)."""
+        if not 0 <= stages <= 3:
+            raise ValueError(f"stages must be 0..3, got {stages}")
+        self._native.set_lookahead_stages(int(stages))
+
+    def set_lookahead(self, on: bool) -> None:
+        """Benchmark hook: look ahead while the working set outgrows half the last-level
+        cache (the default), or never."""
+        self._native.set_lookahead(bool(on))
+
     def counters(self) -> dict[str, int]:
         """Records read, anomalies by kind, books locked/crossed (episodes), live orders."""
         anomalies, locked, crossed, live = self._native.counters()

@@ -54,6 +54,9 @@ TABLES_TARGETS: tuple[Target, ...] = (
     Target("chapter 14", "tables-day20m-vs-itchbook",
            "the same on the 20M-message, 4,000-symbol day (opt-in: make bench-tables-day)",
            "tables", 1.5),
+    Target("chapter 14", "tables-builder-lookahead",
+           "the table builder alone, 20M-message day: look-ahead off / on (opt-in: make "
+           "bench-tables-day)", "tables", 0.0, report_only=True),
     Target("chapter 14", "tables-lobster-vs-itchbook",
            "LOBSTER export, 3 busiest symbols at 10 levels: itch-book's time / ours", "tables",
            0.0, report_only=True),

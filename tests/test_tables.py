@@ -57,9 +57,13 @@ def day() -> bytes:
     return raw
 
 
-def build(impl: str, data: bytes, pieces: Iterator[int] | None = None, **kw: Any) -> Batches:
-    """Every table of ``data`` from one twin, fed whole or in pieces of the given sizes."""
+def build(impl: str, data: bytes, pieces: Iterator[int] | None = None,
+          stages: int | None = None, **kw: Any) -> Batches:
+    """Every table of ``data`` from one twin, fed whole or in pieces of the given sizes
+    (``stages``: the optimized builder's look-ahead stages, forced)."""
     b = TWINS[impl](**({"tables": TABLES} | kw))
+    if stages is not None:
+        b.set_lookahead_stages(stages)
     parts: list[Batches] = []
     carry, at = b"", 0
     for size in pieces or iter([len(data)]):
@@ -119,6 +123,20 @@ def test_chunk_boundaries_at_every_byte(day: bytes) -> None:
     assert_same(build("optimized", cut, iter(lambda: 1, 0)), whole)
     assert_same(build("naive", cut, iter(lambda: 1, 0)), whole)
     assert_same(build("naive", cut, iter([7, 13, 1, 300, 2] * 1000)), whole)
+
+
+def test_lookahead_stages_change_nothing(day: bytes) -> None:
+    """The builder's prefetch hints (the market's three stages and its own) are hints:
+    every number of stages gives the naive twin's rows, fed whole or cut at every byte."""
+    raw, _ = market_day_bytes(2500, 10, 3)
+    want = build("naive", raw, lobster=5, depth=3)
+    cut = day[:_whole(day[:4000])]
+    small = build("naive", cut)
+    for stages in (0, 1, 2, 3):
+        assert_same(build("optimized", raw, stages=stages, lobster=5, depth=3), want)
+        assert_same(build("optimized", cut, iter(lambda: 1, 0), stages=stages), small)
+    with pytest.raises(ValueError, match="stages"):
+        optimized.tables.TableBuilder().set_lookahead_stages(4)
 
 
 def _whole(data: bytes) -> int:
@@ -557,8 +575,10 @@ def test_cli_reads_a_pcap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert "2023-08-22 13:30:38" in lines[1]  # 09:30:38 New York (EDT) in UTC
 
 
-def _outcome(impl: str, data: bytes) -> tuple[Any, ...]:
+def _outcome(impl: str, data: bytes, stages: int | None = None) -> tuple[Any, ...]:
     b = TWINS[impl](tables=TABLES, lobster=3)
+    if stages is not None:
+        b.set_lookahead_stages(stages)
     try:
         used = b.feed(data)
         error: tuple[Any, ...] = ("ok", used)
@@ -569,7 +589,8 @@ def _outcome(impl: str, data: bytes) -> tuple[Any, ...]:
 
 def test_damaged_days_same_in_both_twins(day: bytes) -> None:
     """Random byte flips (types, lengths, references, sides, prices): the same rows, the
-    same counters and the same error from both twins, and never a crash."""
+    same counters and the same error from both twins (the optimized one also with every
+    look-ahead stage on), and never a crash."""
     import random
     rng = random.Random(18)
     base = bytearray(day[:6000])
@@ -577,9 +598,10 @@ def test_damaged_days_same_in_both_twins(day: bytes) -> None:
         data = bytearray(base)
         for _ in range(rng.randint(1, 6)):
             data[rng.randrange(len(data))] = rng.randrange(256)
-        a, b = _outcome("naive", bytes(data)), _outcome("optimized", bytes(data))
-        assert a[0] == b[0] and a[2] == b[2]
-        assert_same(a[1], b[1])
+        a = _outcome("naive", bytes(data))
+        for b in (_outcome("optimized", bytes(data)), _outcome("optimized", bytes(data), 3)):
+            assert a[0] == b[0] and a[2] == b[2]
+            assert_same(a[1], b[1])
 
 
 def test_symbol_column_by_locate_equals_the_general_coding() -> None:

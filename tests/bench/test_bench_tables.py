@@ -272,3 +272,40 @@ def test_paired_tables_lobster(benchmark: Any, days: dict[str, Path]) -> None:
     paired(benchmark, "tables-lobster-vs-itchbook", fast, slow, pairs=11, warmup=1,
            workload="lobster", messages=DAY[0], symbols=symbols,
            includes=INCLUDES["lobster"])
+
+
+def builder_pass(data: bytes, lookahead: bool) -> float:
+    """The C++ builder alone over a day in memory: bbo + trades, fed 4 MiB at a time (as
+    the command line reads), the rows taken as numpy columns after each piece; timed in
+    Python around the loop (no reading from disk, hashing, Arrow or Parquet)."""
+    import time
+
+    from optimized.tables import TableBuilder
+    b = TableBuilder(tables=("bbo", "trades"))
+    b.set_lookahead(lookahead)
+    view = memoryview(data)
+    start = time.perf_counter()
+    at = 0
+    while at < len(data):
+        used = b.feed(view[at:at + (4 << 20)])
+        b.take()
+        if used == 0:
+            break
+        at += used
+    return time.perf_counter() - start
+
+
+@pytest.mark.benchmark(group="tables")
+def test_paired_tables_builder_lookahead(benchmark: Any, days: dict[str, Path]) -> None:
+    """What the builder's look-ahead (the market's three prefetch stages plus its own
+    lines: the locate's, the level's order count) buys on the 20M-message day."""
+    if not RUN_BIG:
+        pytest.skip("the 20M-message day is opt-in: TWINMATCH_BENCH_TABLES_DAY=1")
+    data = days["day20m"].read_bytes()
+    messages = BIG_DAY[0]
+    fast = Side("lookahead", lambda _: builder_pass(data, True), ops=messages)
+    slow = Side("no-lookahead", lambda _: builder_pass(data, False), ops=messages)
+    paired(benchmark, "tables-builder-lookahead", fast, slow, pairs=11, warmup=1,
+           workload="day20m", messages=messages,
+           includes="the C++ table builder alone (bbo + trades), the day in memory fed "
+                    "4 MiB at a time, rows taken as numpy after each piece")
