@@ -213,6 +213,7 @@ public:
     // --8<-- [end:feed]
 
 private:
+    // --8<-- [start:lookahead]
     // The builder's own lines, asked for beside the market's look-ahead: the locate's
     // line (kAhead records ahead) and the level's order count (an add: kAhead ahead, its
     // key is in the message; a reference: kLevel ahead, once the order's node has come).
@@ -228,6 +229,7 @@ private:
         if (const MarketOrder* o = la.order)
             level_orders_.prefetch(level_key(o->locate, Side(o->side & 1), o->price));
     }
+    // --8<-- [end:lookahead]
     using Pair = std::pair<const char*, int>;
     static void add_all(Table& t, std::initializer_list<Pair> cs) {
         for (auto [name, width] : cs) t.add(name, static_cast<std::size_t>(width));

@@ -408,7 +408,8 @@ def targets_html(results: list[dict[str, Any]], data: dict[str, Any], label: str
             detail = e(str(r.get("detail", "")))
         else:
             need = "no target" if r["status"] == "reported" else f"need {bound}&times;"
-            measured = (f"{fmt_ratio(r['ratio'])} <small>(IQR {fmt_ratio(r['q1'])}–"
+            ratio = target_ratio(r["ratio"], r.get("bound", 0.0))
+            measured = (f"{ratio} <small>(IQR {fmt_ratio(r['q1'])}–"
                         f"{fmt_ratio(r['q3'])})</small> ({need})")
             detail = (f"{r['pairs']} pairs; {fmt_time(r['fast_s_per_op'])} / "
                       f"{fmt_time(r['slow_s_per_op'])}<br><small>{e(r['fast'])} / "
@@ -422,13 +423,22 @@ def targets_html(results: list[dict[str, Any]], data: dict[str, Any], label: str
     return "\n".join(lines)
 
 
+def target_ratio(ratio: float, bound: float) -> str:
+    """A target's ratio; with a third figure where two would round onto the bound (1.48x
+    against a 1.5x target must not print as 1.5x beside "NOT met")."""
+    text = fmt_ratio(ratio)
+    if bound > 0 and ratio != bound and text == fmt_ratio(bound):
+        return f"{ratio:.2f}×"
+    return text
+
+
 def target_numbers(results: list[dict[str, Any]]) -> dict[str, str]:
     """One number per measured speed target: target-<key> (the ratio) and -status."""
     out: dict[str, str] = {}
     for r in results:
         if r["status"] != "not measured":
             out[f"target-{r['key']}"] = (f"{r['value']:.0f} {r['unit']}" if r.get("kind") == "value"
-                                         else fmt_ratio(r["ratio"]))
+                                         else target_ratio(r["ratio"], r.get("bound", 0.0)))
             if r.get("kind") != "value":
                 out[f"target-{r['key']}-iqr"] = f"{fmt_ratio(r['q1'])}–{fmt_ratio(r['q3'])}"
             out[f"target-{r['key']}-status"] = {"pass": "met", "FAIL": "NOT met"}.get(
