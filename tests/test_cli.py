@@ -4,6 +4,7 @@ replay report of a feed with hostile text is the same in both twins."""
 from __future__ import annotations
 
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -229,3 +230,16 @@ def test_replay_reports_a_bad_feed_in_one_line(impl: str, tmp_path: Path,
     assert "at byte 2142" in _one_line_error(capsys, "replay")
     assert main(["compare", str(feed)]) == 1
     assert "at byte 2142" in capsys.readouterr().err
+
+
+def test_commands_start_no_blas_thread_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    """main() asks numpy's OpenBLAS (imported later, by the command) for one thread: no
+    pool spinning beside the threads that work. A value the user set is kept."""
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "3"

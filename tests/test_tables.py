@@ -44,7 +44,15 @@ from optimized.orders import read_lobster as read_lobster_native
 from tests.conftest import real_file
 from twinmatch.cli import main
 from twinmatch.gen import market_day_bytes
-from twinmatch.tables_cli import convert, lobster, lobster_time, stream_tables
+from twinmatch.tables_cli import (
+    MIN_CHUNK,
+    TABLE_CHUNK,
+    batch_bytes,
+    convert,
+    lobster,
+    lobster_time,
+    stream_tables,
+)
 
 TWINS: dict[str, Any] = {"naive": naive.tables.TableBuilder,
                          "optimized": optimized.tables.TableBuilder}
@@ -382,6 +390,15 @@ def test_tables_dates() -> None:
 
 
 # ------------------------------------------------------------------ files
+
+def test_batch_bytes_follow_the_file() -> None:
+    """A 32nd of the file, within MIN_CHUNK..TABLE_CHUNK (an empty file still gets a size)."""
+    assert batch_bytes(0) == MIN_CHUNK
+    assert batch_bytes(30 << 20) == MIN_CHUNK
+    assert batch_bytes(32 * (8 << 20)) == 8 << 20
+    assert batch_bytes(600 << 20) == TABLE_CHUNK
+    assert batch_bytes(1 << 40) == TABLE_CHUNK
+
 
 def test_parquet_file(tmp_path: Path, day: bytes) -> None:
     pq = pytest.importorskip("pyarrow.parquet")

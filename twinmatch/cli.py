@@ -790,6 +790,11 @@ def _add_tables_parsers(sub: Any) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
+    # numpy's BLAS starts a pool of threads that spin for a while, waiting for work no
+    # command here gives them (nothing uses BLAS): on two cores they take time from the
+    # threads that work (tables: the builder, the writer). Set before numpy is imported
+    # (the commands import it lazily); a value the user set is kept.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser(argv[0] if argv else None).parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
     return func(args)

@@ -49,7 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = ["convert", "tables_cmd"]
 
-TABLE_CHUNK: Final = 4 << 20  # feed bytes per batch: a row group of a busy table
+TABLE_CHUNK: Final = 16 << 20  # feed bytes per batch at most (a batch is a row group)
+MIN_CHUNK: Final = 4 << 20  # ... and at least, unless the caller asks for less
 RISING: Final = ("timestamp", "session_time", "seq")  # Parquet columns stored as deltas
 FILTER_KEYS: Final = (*RISING, "locate", "symbol")  # Parquet columns with min/max statistics
 FIRST_CHUNK: Final = 1 << 20
@@ -100,6 +101,15 @@ class Progress:
     def close(self) -> None:
         if self.enabled:
             sys.stderr.write("\n")
+
+
+def batch_bytes(size: int) -> int:
+    """Feed bytes per batch for a file of ``size`` bytes: a 32nd of it, within
+    MIN_CHUNK..TABLE_CHUNK. Each batch is a row group and each of its columns is compressed
+    on its own (zstd sets up a context for each), so bigger batches pay those fixed costs
+    less often; but the last batch's conversion and writing overlap nothing (the builder
+    is done), so a batch stays a small part of the file."""
+    return min(max(size // 32, MIN_CHUNK), TABLE_CHUNK)
 
 
 def _builder(impl: str, tables: Sequence[str], symbols: object, depth: int,
@@ -506,10 +516,11 @@ def session_day(source: Path, date: str | None) -> dt.date | None:
 def convert(source: Path, out: Path, *, impl: str = "optimized",
             tables: Sequence[str] | str = ("bbo", "trades"),
             symbols: Sequence[str] | str | None = None, depth: int | None = None,
-            fmt: str = "parquet", date: str | None = None, chunk: int = TABLE_CHUNK,
+            fmt: str = "parquet", date: str | None = None, chunk: int | None = None,
             progress: bool = False) -> dict[str, Any]:
     """Write the tables of one feed into directory ``out`` (``<table>.<fmt>`` each, plus
-    metadata.json); returns the metadata and row counts."""
+    metadata.json); returns the metadata and row counts. ``chunk``: feed bytes per batch
+    (default: batch_bytes of the file's size)."""
     names = check_tables(tables)
     wanted = check_symbols(symbols)
     depth = check_depth(DEFAULT_DEPTH if depth is None else depth)
@@ -519,6 +530,8 @@ def convert(source: Path, out: Path, *, impl: str = "optimized",
     if not source.is_file():
         raise FileNotFoundError(f"no such file: {source}")
     out.mkdir(parents=True, exist_ok=True)
+    if chunk is None:
+        chunk = batch_bytes(source.stat().st_size)
     if "depth" in names and depth > DEFAULT_DEPTH:  # a depth row grows with N: so a batch
         chunk = max(chunk * DEFAULT_DEPTH // depth, 1 << 16)  # holds about as many bytes
     offset = None if day is None else session_offset_ns(day)
@@ -636,8 +649,9 @@ class LobsterFiles(Queued):
 
 def lobster(source: Path, out: Path, *, symbols: Sequence[str] | str, levels: int = 10,
             impl: str = "optimized", date: str | None = None,
-            chunk: int = TABLE_CHUNK, progress: bool = False) -> dict[str, Any]:
-    """Write LOBSTER's message and orderbook files for each of ``symbols`` into ``out``."""
+            chunk: int | None = None, progress: bool = False) -> dict[str, Any]:
+    """Write LOBSTER's message and orderbook files for each of ``symbols`` into ``out``
+    (``chunk``: as for convert)."""
     wanted = check_symbols(symbols)
     if wanted is None:
         raise ValueError("lobster needs --symbols (LOBSTER files hold one symbol each)")
@@ -649,6 +663,8 @@ def lobster(source: Path, out: Path, *, symbols: Sequence[str] | str, levels: in
     if not source.is_file():
         raise FileNotFoundError(f"no such file: {source}")
     out.mkdir(parents=True, exist_ok=True)
+    if chunk is None:
+        chunk = batch_bytes(source.stat().st_size)
     files = LobsterFiles(out, day, levels)
     names = [s.decode("ascii").rstrip() for s in wanted]
     try:
