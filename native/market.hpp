@@ -55,8 +55,10 @@
 #include <stdexcept>
 #include <cstdio>  // reading the cache size from sysfs
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include <sys/mman.h>  // mmap: the locate table
 #include <unistd.h>  // sysconf: the cache sizes
 
 #include "book.hpp"
@@ -481,8 +483,8 @@ struct alignas(64) SideBook {
     std::uint32_t base = 0;         // the price of level 0
     std::uint32_t span = 0;         // n * tick: prices base .. base + span - 1
     std::uint32_t n = 0;            // 0 until the side's first order
-    std::uint32_t tick = 1;
-    std::uint32_t magic = 1u << 31; // (d * magic) >> 31 == d / tick for every d < 2^24
+    std::uint32_t tick = 0;         // set with the window (0 before: span 0 says "none")
+    std::uint32_t magic = 0;        // (d * magic) >> 31 == d / tick for every d < 2^24
     std::uint32_t orders = 0;       // resting orders on this side
     std::uint32_t far_ops = 0;      // operations on far levels since the window last moved
     std::uint8_t off_grid = 0;      // a far price off the cent grid was seen
@@ -557,18 +559,71 @@ struct alignas(64) LocateState {
     std::uint64_t activity = 0;      // book messages (A F E C X D U), both modes
     std::uint64_t since = 0;         // when the book became locked or crossed (ITCH ns)
     std::uint32_t best[2] = {0, 0};  // best bid, best ask (0: none)
-    char name[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};  // raw bytes of the R message
+    char name[8] = {};               // raw bytes of the R message, if `named`
     std::uint16_t trading = 0;       // 0x100 | trading state of the last H, or 0
     std::uint8_t state = 0;          // 0 normal, 1 locked (bid = ask), 2 crossed (bid > ask)
     std::uint8_t has_book = 0;       // an add has applied here (what `books` counts)
+    std::uint8_t named = 0;          // an R message named it (else its name is 8 spaces)
 };
 static_assert(sizeof(LocateState) == 64, "one cache line per locate");
+inline std::string name_of(const LocateState& s) {
+    return s.named ? show_stock(s.name) : show_stock("        ");
+}
 
 struct Locate {
     LocateState s;
     SideBook side[2];  // [0] bids, [1] asks
 };
 static_assert(sizeof(Locate) == 192, "three cache lines per locate");
+
+// A fresh Locate is all zero bytes (every field above starts at 0, false or nullptr):
+// that is what lets LocateTable take its memory from the kernel's zero pages. Checked
+// here field by field, so that a new field with another start fails to compile.
+constexpr bool fresh_locate_is_zero() {
+    const Locate l{};
+    const LocateState& t = l.s;
+    bool zero = t.activity == 0 && t.since == 0 && t.best[0] == 0 && t.best[1] == 0 &&
+                t.trading == 0 && t.state == 0 && t.has_book == 0 && t.named == 0;
+    for (char c : t.name) zero = zero && c == 0;
+    for (const SideBook& b : l.side)
+        zero = zero && b.lv == nullptr && b.bits == nullptr && b.far == nullptr &&
+               b.base == 0 && b.span == 0 && b.n == 0 && b.tick == 0 && b.magic == 0 &&
+               b.orders == 0 && b.far_ops == 0 && b.off_grid == 0;
+    return zero;
+}
+static_assert(fresh_locate_is_zero(), "LocateTable's zero pages must be fresh Locates");
+static_assert(std::is_trivially_copyable_v<Locate> && std::is_trivially_destructible_v<Locate>,
+              "an implicit-lifetime type: zeroed memory holds Locates without constructing them");
+
+// The table of all 65,536 locates (12.6 MB), mapped from the kernel's zero pages: a page
+// is only made real when a message first writes to one of its 21 locates, so a market
+// costs the pages of the locates its day uses, not 3,072 page faults and 12.6 MB of
+// zeroing at construction and a 12.6 MB walk at destruction (`touched` bounds the walks).
+class LocateTable {
+public:
+    static constexpr std::size_t kCount = 0x1'0000;
+    LocateTable() {
+        void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+                       -1, 0);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+        p_ = static_cast<Locate*>(p);  // page-aligned, so each Locate's lines are too
+    }
+    ~LocateTable() { munmap(p_, kBytes); }
+    LocateTable(const LocateTable&) = delete;
+    LocateTable& operator=(const LocateTable&) = delete;
+    [[gnu::always_inline]] Locate& operator[](std::size_t i) { return p_[i]; }
+    [[gnu::always_inline]] const Locate& operator[](std::size_t i) const { return p_[i]; }
+    // 1 + the highest locate written so far: every locate above it is still fresh.
+    std::size_t touched() const { return touched_; }
+    [[gnu::always_inline]] void touch(std::uint16_t locate) {
+        touched_ = std::max<std::size_t>(touched_, std::size_t(locate) + 1);
+    }
+
+private:
+    static constexpr std::size_t kBytes = sizeof(Locate) * kCount;
+    Locate* p_ = nullptr;
+    std::size_t touched_ = 0;
+};
 // --8<-- [end:window]
 
 // Message counts, fills, anomalies and rejects: what a replay reports.
@@ -615,15 +670,15 @@ public:
     static constexpr std::uint64_t kDefaultWindow = kMaxWindow;
 
     explicit Market(Mode mode, std::uint64_t window_levels = kDefaultWindow)
-        : mode_(mode), refs_(&budget_), orders_(&budget_), loc_(kNoLocate) {
+        : mode_(mode), refs_(&budget_), orders_(&budget_) {
         if (window_levels < kMinWindow || window_levels > kMaxWindow ||
             !std::has_single_bit(window_levels))
             throw std::invalid_argument("window_levels must be a power of two in 32..131072");
         window_cap_ = static_cast<std::uint32_t>(window_levels);
     }
     ~Market() {
-        for (Locate& l : loc_)
-            for (SideBook& sb : l.side) {
+        for (std::size_t i = 0; i < loc_.touched(); ++i)
+            for (SideBook& sb : loc_[i].side) {
                 std::free(sb.lv);
                 delete sb.far;  // its nodes go back to pool_, which outlives nothing here
             }
@@ -636,7 +691,7 @@ public:
     std::size_t live_orders() const { return refs_.size(); }
     std::size_t books() const { return n_books_; }
     std::uint64_t activity(std::uint16_t locate) const { return loc_[locate].s.activity; }
-    std::string stock(std::uint16_t locate) const { return show_stock(loc_[locate].s.name); }
+    std::string stock(std::uint16_t locate) const { return name_of(loc_[locate].s); }
     // 0 if no H message named the locate, else 0x100 | the trading state byte.
     std::uint16_t trading_state(std::uint16_t locate) const { return loc_[locate].s.trading; }
     std::size_t applied() const { return applied_; }  // events of the last run() applied
@@ -654,8 +709,8 @@ public:
 
     WindowStats window_stats() const {
         WindowStats w;
-        for (const Locate& l : loc_)
-            for (const SideBook& sb : l.side) {
+        for (std::size_t i = 0; i < loc_.touched(); ++i)
+            for (const SideBook& sb : loc_[i].side) {
                 if (sb.n != 0) {
                     ++w.windows;
                     w.levels += sb.n;
@@ -1021,7 +1076,8 @@ public:
             s.episodes[k] = states_.episodes[k];
             s.ns[k] = states_.ns[k];
         }
-        for (const Locate& l : loc_) {
+        for (std::size_t i = 0; i < loc_.touched(); ++i) {
+            const Locate& l = loc_[i];
             if (l.s.state == 0) continue;
             ++s.now[l.s.state];
             s.ns[l.s.state] += clock_ > l.s.since ? clock_ - l.s.since : 0;  // still open
@@ -1039,10 +1095,10 @@ public:
             auto r = std::to_chars(buf, buf + sizeof buf, v);
             s.append(buf, r.ptr);
         };
-        for (std::size_t loc = 0; loc < kNoLocate; ++loc) {
+        for (std::size_t loc = 0; loc < loc_.touched(); ++loc) {
             const Locate& l = loc_[loc];
             if (l.side[0].orders == 0 && l.side[1].orders == 0) continue;
-            const std::string stock = show_stock(l.s.name);
+            const std::string stock = name_of(l.s);
             for (int side : {0, 1}) {
                 for_each_level(l.side[side], true, [&](std::uint32_t price, const PriceLevel& lv) {
                     std::uint64_t prio = 0;
@@ -1092,8 +1148,12 @@ private:
     // One event, in either mode (run() and run_itch() share it).
     [[gnu::always_inline]] void apply(const ItchEvent& e, std::uint32_t idx,
                                       std::vector<FillRecord>& fills) {
+        loc_.touch(e.locate);  // before anything is written there (S P Q B write nothing)
         switch (e.type) {
-            case 'R': std::memcpy(loc_[e.locate].s.name, e.stock, 8); break;
+            case 'R':
+                std::memcpy(loc_[e.locate].s.name, e.stock, 8);
+                loc_[e.locate].s.named = 1;
+                break;
             case 'H':  // the trading state: recorded, never gates an update
                 loc_[e.locate].s.trading = static_cast<std::uint16_t>(0x100 | e.side);
                 break;
@@ -1728,7 +1788,7 @@ private:
     RefIndex refs_;                                // reference -> order node, all books
     OrderPool orders_;                             // every resting order of the market
     std::pmr::unsynchronized_pool_resource pool_;  // the far maps' nodes
-    std::vector<Locate> loc_;                      // by locate: state and both sides
+    LocateTable loc_;                              // by locate: state and both sides
     Locate* pending_ = nullptr;                    // a locate whose windows need a look
     unsigned lookahead_ = kAuto;                   // look-ahead stages that run (0: none)
     std::uint64_t cache_bytes_ = last_level_cache();

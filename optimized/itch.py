@@ -126,7 +126,8 @@ def read_plain(f: IO[bytes], chunk_size: int, step: Step = scan_step) -> Iterato
     naive.itch's chunks end, so both twins yield the same batches. A file is read, never
     mapped: if it shrinks meanwhile, the read just ends early and the cut record is reported.
     """
-    views = [memoryview(bytearray(MAX_CARRY + chunk_size)) for _ in range(2)]
+    buffers = _take_buffers(MAX_CARRY + chunk_size)
+    views = [memoryview(b) for b in buffers]
     reader = _ReadAhead(f, threaded=chunk_size >= READ_AHEAD_FROM)
     carry = b""  # the cut record, put in front of the next chunk
     base = 0  # feed offset of the window's first byte
@@ -150,9 +151,33 @@ def read_plain(f: IO[bytes], chunk_size: int, step: Step = scan_step) -> Iterato
             carry = bytes(view[start + consumed:end])  # < 64 KiB
             base += consumed
     finally:
-        reader.close()
+        reader.close()  # no read is under way after this: the buffers are free
+        _give_back(buffers)
     if carry:
         raise tail_error(carry, 0, base)
+
+
+# Read buffers a finished read_plain gave back, for the next one in this process: a
+# fresh pair of 8 MiB buffers costs zero-filling and four thousand first-touch page
+# faults, and a process that replays one file after another (a notebook, the benchmarks)
+# would pay that every time. One pair is kept: 16 MiB stay allocated after the first read. A lock, as
+# two threads may each read a file.
+_SPARE: list[bytearray] = []
+_SPARE_LOCK = threading.Lock()
+
+
+def _take_buffers(size: int) -> list[bytearray]:
+    with _SPARE_LOCK:
+        if len(_SPARE) == 2 and len(_SPARE[0]) == size:
+            pair = _SPARE[:]
+            _SPARE.clear()
+            return pair
+    return [bytearray(size) for _ in range(2)]
+
+
+def _give_back(pair: list[bytearray]) -> None:
+    with _SPARE_LOCK:
+        _SPARE[:] = pair
 
 
 READ_AHEAD_FROM: Final = 1 << 20  # chunk bytes from which read_plain reads ahead

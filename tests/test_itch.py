@@ -453,6 +453,36 @@ def test_read_file_big_chunks_read_ahead(impl: ModuleType, tmp_path: Path, damag
     it.close()  # a read of the next chunk is under way: waited for, no error
 
 
+def test_read_buffers_reused_safely(tmp_path: Path) -> None:
+    """The optimized reader's buffers go back to a spare pair for the next read in this
+    process: a read after one closed early, reads of two different files one after the
+    other, and two at once on two threads all give the naive twin's batches (no byte of
+    one file's buffer shows up in another's)."""
+    import optimized.itch as opt
+    chunk = 1 << 20
+    paths = []
+    for seed in (6, 7):
+        path = tmp_path / f"day{seed}.itch"
+        path.write_bytes(sample_day(60_000, seed=seed))
+        paths.append(path)
+    want = [outcome_file(naive_itch, p, chunk) for p in paths]
+    it = opt.read_file(paths[0], chunk)
+    next(it)
+    it.close()
+    assert [outcome_file(opt, p, chunk) for p in paths] == want
+    assert [outcome_file(opt, p, chunk) for p in reversed(paths)] == want[::-1]
+    got: list[Any] = [None, None]
+
+    def read(k: int) -> None:
+        got[k] = outcome_file(opt, paths[k], chunk)
+    threads = [threading.Thread(target=read, args=(k,)) for k in (0, 1)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert got == want
+
+
 def test_bad_chunk_size(impl: ModuleType, tmp_path: Path) -> None:
     path = tmp_path / "x.itch"
     path.write_bytes(SPEC_A)

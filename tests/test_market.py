@@ -219,6 +219,25 @@ def test_locate_outside_uint16_one_answer(market_impl: Any, mode: str, locate: i
         m.top("1")
 
 
+def test_fresh_locates_anywhere_in_the_table(market_impl: Any) -> None:
+    """Every locate starts empty and unnamed (the optimized market's table is the kernel's
+    zero pages until a message writes there): the last locate, one never written, and
+    one with orders but no R message all answer alike in both twins."""
+    m = market_impl.Market("book")
+    m.run(events(
+        ev("A", locate=65_535, ref=1, side="B", shares=10, price=100),
+        ev("R", locate=30_000, stock="QQQ"),
+        ev("A", locate=30_000, ref=2, side="S", shares=7, price=500),
+    ))
+    assert m.stock(65_535) == "" and m.stock(12_345) == "" and m.stock(30_000) == "QQQ"
+    assert m.top(12_345) == (None, None) and m.trading_state(12_345) == ""
+    assert m.top(65_535) == ((100, 10), None)
+    assert m.books_csv() == (
+        "locate,stock,side,price,priority,order_ref,shares\n"
+        "30000,QQQ,S,500,0,2,7\n65535,,B,100,0,1,10\n")
+    assert m.books == 2
+
+
 def test_book_mode_executions_and_books_csv(market_impl: Any) -> None:
     m = market_impl.Market("book")
     fills = m.run(events(
