@@ -160,8 +160,8 @@ def read_plain(f: IO[bytes], chunk_size: int, step: Step = scan_step) -> Iterato
 # Read buffers a finished read_plain gave back, for the next one in this process: a
 # fresh pair of 8 MiB buffers costs zero-filling and four thousand first-touch page
 # faults, and a process that replays one file after another (a notebook, the benchmarks)
-# would pay that every time. One pair is kept: 16 MiB stay allocated after the first read. A lock, as
-# two threads may each read a file.
+# would pay that every time. One pair is kept: 16 MiB stay allocated after the first
+# read. A lock, as two threads may each read a file.
 _SPARE: list[bytearray] = []
 _SPARE_LOCK = threading.Lock()
 
