@@ -468,7 +468,7 @@ def test_read_buffers_reused_safely(tmp_path: Path) -> None:
     want = [outcome_file(naive_itch, p, chunk) for p in paths]
     it = opt.read_file(paths[0], chunk)
     next(it)
-    it.close()
+    it.close()  # type: ignore[attr-defined]
     assert [outcome_file(opt, p, chunk) for p in paths] == want
     assert [outcome_file(opt, p, chunk) for p in reversed(paths)] == want[::-1]
     got: list[Any] = [None, None]
