@@ -691,6 +691,9 @@ public:
     std::size_t live_orders() const { return refs_.size(); }
     std::size_t books() const { return n_books_; }
     std::uint64_t activity(std::uint16_t locate) const { return loc_[locate].s.activity; }
+    // 1 + the highest locate any message has named: every locate from here up is fresh
+    // (a walk over all locates stops here, and reads none of the untouched table).
+    std::size_t locates_touched() const { return loc_.touched(); }
     std::string stock(std::uint16_t locate) const { return name_of(loc_[locate].s); }
     // 0 if no H message named the locate, else 0x100 | the trading state byte.
     std::uint16_t trading_state(std::uint16_t locate) const { return loc_[locate].s.trading; }

@@ -198,7 +198,7 @@ void register_market(nb::module_& m) {
             [](BoundMarket& b) {
                 std::vector<std::pair<std::uint32_t, std::uint64_t>> out;
                 const Market& mk = b.idle();
-                for (std::uint32_t i = 0; i < Market::kNoLocate; ++i)
+                for (std::uint32_t i = 0; i < mk.locates_touched(); ++i)
                     if (std::uint64_t n = mk.activity(static_cast<std::uint16_t>(i)))
                         out.emplace_back(i, n);
                 return out;
@@ -224,7 +224,7 @@ void register_market(nb::module_& m) {
             [](BoundMarket& b) {
                 Market& mk = b.idle();
                 std::array<std::uint64_t, 256> by{};
-                for (std::size_t loc = 0; loc < Market::kNoLocate; ++loc) {
+                for (std::size_t loc = 0; loc < mk.locates_touched(); ++loc) {
                     std::uint16_t t = mk.trading_state(static_cast<std::uint16_t>(loc));
                     if (t != 0) ++by[t & 0xFF];
                 }
