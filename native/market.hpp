@@ -615,9 +615,10 @@ public:
     [[gnu::always_inline]] const Locate& operator[](std::size_t i) const { return p_[i]; }
     // 1 + the highest locate written so far: every locate above it is still fresh.
     std::size_t touched() const { return touched_; }
-    [[gnu::always_inline]] void touch(std::uint16_t locate) {
+    void touch(std::uint16_t locate) {
         touched_ = std::max<std::size_t>(touched_, std::size_t(locate) + 1);
     }
+    void touch(const Locate& l) { touch(static_cast<std::uint16_t>(&l - p_)); }
 
 private:
     static constexpr std::size_t kBytes = sizeof(Locate) * kCount;
@@ -1151,18 +1152,23 @@ private:
     // One event, in either mode (run() and run_itch() share it).
     [[gnu::always_inline]] void apply(const ItchEvent& e, std::uint32_t idx,
                                       std::vector<FillRecord>& fills) {
-        loc_.touch(e.locate);  // before anything is written there (S P Q B write nothing)
+        // loc_.touch(locate) wherever a locate may be written for the first time (the
+        // table's walks stop at the highest one): here for R, H and a book message's
+        // activity count, and in prepare_level for a window (an order's locate got one).
         switch (e.type) {
             case 'R':
+                loc_.touch(e.locate);
                 std::memcpy(loc_[e.locate].s.name, e.stock, 8);
                 loc_[e.locate].s.named = 1;
                 break;
             case 'H':  // the trading state: recorded, never gates an update
+                loc_.touch(e.locate);
                 loc_[e.locate].s.trading = static_cast<std::uint16_t>(0x100 | e.side);
                 break;
             case 'A': case 'F': case 'E': case 'C': case 'X': case 'D': case 'U':
                 if (mode_ == Mode::Book) feed(e, idx, fills); else match(e, idx, fills);
-                ++loc_[e.locate].s.activity;  // counted once the event has applied
+                // counted once the event has applied; the first count touches the locate
+                if (++loc_[e.locate].s.activity == 1) [[unlikely]] loc_.touch(e.locate);
                 break;
             default: break;  // S P Q B ...: counted only
         }
@@ -1199,7 +1205,10 @@ private:
     };
     [[gnu::always_inline]] Prepared prepare_level(Locate& l, SideBook& sb, int s,
                                                    std::uint32_t price) {
-        if (sb.orders == 0) [[unlikely]] fresh_window(sb, s, price);
+        if (sb.orders == 0) [[unlikely]] {
+            loc_.touch(l);  // its first window, maybe: before it is written
+            fresh_window(sb, s, price);
+        }
         const std::uint32_t k = sb.slot(price);
         if (k < sb.n) [[likely]] return Prepared{&sb.lv[k], k, sb.lv[k].head == kNil};
         return prepare_far(l, sb, price);
