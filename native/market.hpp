@@ -1238,7 +1238,10 @@ private:
         if (p.fresh) {  // an empty window level is already {0, kNil, kNil}
             if (p.k < sb.n) sb.set(p.k);
             std::uint32_t& best = l.s.best[s];
-            if (best == 0 || (s == 0 ? price > best : price < best)) best = price;
+            if (best == 0 || (s == 0 ? price > best : price < best)) {
+                best = price;
+                moved_ = true;  // (watch, below)
+            }
         }
         MarketOrder& o = orders_[i];
         o.ref = ref;
@@ -1289,7 +1292,10 @@ private:
         lv.total -= o.shares;
         if (lv.head == kNil) {  // the level is empty: it goes
             if (k < sb.n) sb.clear(k); else sb.far->erase(o.price);
-            if (l.s.best[s] == o.price) l.s.best[s] = next_best(sb, s, k);
+            if (l.s.best[s] == o.price) {
+                l.s.best[s] = next_best(sb, s, k);
+                moved_ = true;  // (watch, below)
+            }
         }
         if (--sb.orders == 0 && sb.n > kMinWindow) [[unlikely]] pending_ = &l;  // give it back
         orders_.release(i);
@@ -1594,7 +1600,7 @@ private:
                 feed_replace(l, sb, s, i, e);
                 break;
         }
-        watch(l.s, e.timestamp);
+        if (moved_) watch(l.s, e.timestamp);
     }
 
     [[gnu::always_inline]] void feed_add(const ItchEvent& e) {
@@ -1610,7 +1616,7 @@ private:
         const Prepared p = prepare_level(l, sb, s, e.price);  // may throw: nothing changed
         rest(l, sb, s, p, e.order_ref, e.shares, e.locate, e.price);
         count_book(l);
-        watch(l.s, e.timestamp);
+        if (moved_) watch(l.s, e.timestamp);
     }
 
     // U: the old order leaves, the new one rests at the back of its price, same side.
@@ -1635,9 +1641,12 @@ private:
     }
 
     // --8<-- [start:watch]
-    // After a book-mode message changed book b: is it locked or crossed now? Counts the
-    // episodes and the time spent in each (a clock going back adds nothing).
+    // After a book-mode message moved a best price of book b (rest and unlink_at set
+    // moved_; nothing else can change the answer, so most messages skip this): is it
+    // locked or crossed now? Counts the episodes and the time spent in each (a clock
+    // going back adds nothing).
     [[gnu::always_inline]] void watch(LocateState& b, std::uint64_t ts) {
+        moved_ = false;
         std::uint8_t now = 0;
         std::uint32_t bid = b.best[0], ask = b.best[1];
         if (bid != 0 && ask != 0 && bid >= ask) now = bid == ask ? 1 : 2;
@@ -1810,6 +1819,7 @@ private:
     std::uint64_t clock_ = 0;                      // the latest timestamp seen
     std::size_t applied_ = 0;
     std::uint64_t refused_ = 0;  // see refused()
+    bool moved_ = false;         // a best price moved since the last watch()
     MarketCounts counts_;
 };
 
