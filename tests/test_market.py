@@ -14,6 +14,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from contract.dtypes import ANOMALIES, EVENT_DTYPE, FILL_DTYPE
 from twinmatch import cli
@@ -853,3 +855,37 @@ def test_best_price_follows_emptied_levels() -> None:
     assert got[0] == got[1]
     steps = got[1][0]
     assert steps[0][0] == ((700, 10), (500, 10))  # 800 bid (ref 9) deleted: 700 is next
+
+
+# Locates either side of the table's page edges (21 Locates of 192 bytes to a 4 KiB page)
+# and at both ends: the optimized table is zero pages until a message writes a locate.
+EDGE_LOCATES = (0, 1, 20, 21, 22, 4095, 30_000, 65_535)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("RHAAAFEXDUC"), st.sampled_from(EDGE_LOCATES),
+                          st.integers(1, 10), st.sampled_from("BS"), st.integers(0, 30),
+                          st.integers(98, 103), st.integers(1, 10), st.integers(-2, 50)),
+                max_size=150))
+def test_twins_agree_on_crossing_books_anywhere_in_the_table(
+        rows: list[tuple[str, int, int, str, int, int, int, int]]) -> None:
+    """Book mode on a few prices around one level, so books lock and cross and uncross
+    all the time, with R and H messages, references that name another locate's order,
+    and clocks that sometimes go back: both twins count the same episodes and times
+    (the optimized one looks only after a best price moved), and report the same
+    activity, trading states, names and books for every locate, written or not."""
+    ts, stream = 0, []
+    for kind, locate, ref, side, shares, price, new_ref, step in rows:
+        ts = max(0, ts + step)
+        state = ord("H" if side == "B" else "T")
+        stream.append((ts, ref, new_ref, 0, shares, price, locate, ord(kind),
+                       state if kind == "H" else ord(side), ord("Y"),
+                       f"S{locate}".encode().ljust(8) if kind == "R" else b""))
+    got = []
+    for impl in IMPLS:
+        m = importlib.import_module(f"{impl}.market").Market("book")
+        m.run(np.array(stream, dtype=EVENT_DTYPE))
+        per_locate = [(m.stock(loc), m.trading_state(loc), m.top(loc)) for loc in EDGE_LOCATES]
+        got.append((m.book_states(), m.activity(), m.trading_states(), m.books_csv(),
+                    m.counts(), m.books, len(m), per_locate))
+    assert got[0] == got[1]
