@@ -467,6 +467,23 @@ def test_raw_file_read_in_place_same_as_gzip(tmp_path: Path, day: bytes, threade
     assert not any(f.nullable for f in pq.read_schema(tmp_path / "out" / "bbo.parquet"))
 
 
+@pytest.mark.parametrize("chunk", [0, -1, 2**40, 1.5, True])
+def test_bad_chunk_is_refused_before_anything(tmp_path: Path, day: bytes, chunk: Any) -> None:
+    """A batch size of 0 would read nothing and write an empty day without a word: every
+    entry point refuses a chunk outside 1..2^30 bytes (the readers' rule), before it makes
+    the output directory."""
+    src = tmp_path / "day.itch"
+    src.write_bytes(day)
+    for call in (lambda: convert(src, tmp_path / "t", tables="bbo", chunk=chunk),
+                 lambda: lobster(src, tmp_path / "l", symbols="AAPL", date="2019-01-30",
+                                 chunk=chunk),
+                 lambda: stream_tables(src, "naive", ("bbo",), None, 5, chunk=chunk),
+                 lambda: stream_tables(src, "optimized", ("bbo",), None, 5, chunk=chunk)):
+        with pytest.raises((ValueError, TypeError), match="^chunk_size must be"):
+            call()
+    assert not (tmp_path / "t").exists() and not (tmp_path / "l").exists()
+
+
 def test_failed_run_leaves_no_file(tmp_path: Path, day: bytes) -> None:
     src = tmp_path / "cut.itch"
     src.write_bytes(day[:-3])  # the last record cut short

@@ -28,7 +28,13 @@ from typing import IO, TYPE_CHECKING, Any, Final
 import numpy as np
 
 from contract.feed_text import show_bytes
-from contract.itch_files import CAPTURE_MAGICS, GZIP_MAGIC, file_chunks, read_full
+from contract.itch_files import (
+    CAPTURE_MAGICS,
+    GZIP_MAGIC,
+    check_chunk_size,
+    file_chunks,
+    read_full,
+)
 from contract.pcap_files import decode_stream
 from contract.tables import (
     DEFAULT_DEPTH,
@@ -142,6 +148,7 @@ def stream_tables(source: Path, impl: str, tables: Sequence[str], symbols: objec
                   progress: bool = False, lobster: int = 0) -> tuple[dict[str, int], str]:
     """Feed a whole file through one twin's TableBuilder, batch by batch (each batch to
     ``on_batch``). Returns (the builder's counters, the file's SHA-256)."""
+    chunk = check_chunk_size(chunk)  # 0 would read nothing: an empty day, silently
     builder = _builder(impl, tables, symbols, depth, lobster)
     with open(source, "rb", buffering=0) as raw:
         head = raw.read(4)
@@ -529,9 +536,8 @@ def convert(source: Path, out: Path, *, impl: str = "optimized",
     day = session_day(source, date)
     if not source.is_file():
         raise FileNotFoundError(f"no such file: {source}")
+    chunk = batch_bytes(source.stat().st_size) if chunk is None else check_chunk_size(chunk)
     out.mkdir(parents=True, exist_ok=True)
-    if chunk is None:
-        chunk = batch_bytes(source.stat().st_size)
     if "depth" in names and depth > DEFAULT_DEPTH:  # a depth row grows with N: so a batch
         chunk = max(chunk * DEFAULT_DEPTH // depth, 1 << 16)  # holds about as many bytes
     offset = None if day is None else session_offset_ns(day)
@@ -662,9 +668,8 @@ def lobster(source: Path, out: Path, *, symbols: Sequence[str] | str, levels: in
                          "(the file name does not say it)")
     if not source.is_file():
         raise FileNotFoundError(f"no such file: {source}")
+    chunk = batch_bytes(source.stat().st_size) if chunk is None else check_chunk_size(chunk)
     out.mkdir(parents=True, exist_ok=True)
-    if chunk is None:
-        chunk = batch_bytes(source.stat().st_size)
     files = LobsterFiles(out, day, levels)
     names = [s.decode("ascii").rstrip() for s in wanted]
     try:
