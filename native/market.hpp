@@ -42,6 +42,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <charconv>
 #include <cstdint>
@@ -400,35 +401,50 @@ struct PriceLevel {
 static_assert(sizeof(PriceLevel) == 16, "four levels per cache line");
 // --8<-- [end:storage]
 
+// Test only: the largest first reservation an OrderPool may take, in bytes (0: no cap),
+// so that the tests reach the fallback below (halving, then moving) without a ulimit.
+inline std::atomic<std::size_t> g_pool_reservation_cap{0};
+
 // --8<-- [start:pool]
-// Every order of the market, addressed by a uint32 index, in chunks of 65,536 nodes
-// (2 MiB, aligned for a huge page). A new chunk is added when the others are full and
-// the old ones never move: growing copies nothing and no index or reference is ever
-// invalidated. The free list is threaded through `next` of the free nodes, so in steady
-// state an add reuses the node a cancel just freed (still in the cache).
+// Every order of the market, addressed by a uint32 index into one flat array: node i is
+// base_[i], one load from one base pointer on every access (a table of chunks cost a
+// second, dependent load and a shift: ~11 instructions a message on a 5M-message day).
+// At its first growth the pool reserves 1 GiB of address space (33.5M nodes, more than
+// the live orders of any real day; PROT_NONE pages are neither backed nor charged) and
+// makes it usable 65,536 nodes (2 MiB, one huge page) at a time with mprotect, which
+// under strict overcommit is where running out of memory shows up: as a clean
+// bad_alloc, before the operation changes anything. So it does not move as it grows.
+// If the reservation fills (or a smaller one was all it could get: a ulimit -v, a
+// crowded address space; it halves until one is granted), the kernel moves the array
+// into one twice the size (mremap: page tables move, the nodes are not copied), up to
+// the 2^32 - 1 nodes a uint32 can name. Indices stay valid through all of it; a pointer
+// into the pool may not, so none is held across reserve_one(). The free list is
+// threaded through `next` of the free nodes, so in steady state an add reuses the node
+// a cancel just freed (still in the cache).
 class OrderPool {
 public:
     static constexpr unsigned kChunkBits = 16;
     static constexpr std::uint32_t kChunk = std::uint32_t(1) << kChunkBits;
 
-    explicit OrderPool(GrowthBudget* budget) : budget_(budget) {}
+    explicit OrderPool(GrowthBudget* budget) : budget_(budget) {
+        const std::size_t cap = g_pool_reservation_cap.load(std::memory_order_relaxed);
+        while (cap != 0 && first_ > kStep && first_ > cap) first_ /= 2;
+    }
     ~OrderPool() {
-        for (MarketOrder* c : chunks_) std::free(c);
+        if (base_ != nullptr) munmap(base_, reserved_);
     }
     OrderPool(const OrderPool&) = delete;
     OrderPool& operator=(const OrderPool&) = delete;
 
-    [[gnu::always_inline]] MarketOrder& operator[](std::uint32_t i) {
-        return chunks_[i >> kChunkBits][i & (kChunk - 1)];
-    }
+    [[gnu::always_inline]] MarketOrder& operator[](std::uint32_t i) { return base_[i]; }
     [[gnu::always_inline]] const MarketOrder& operator[](std::uint32_t i) const {
-        return chunks_[i >> kChunkBits][i & (kChunk - 1)];
+        return base_[i];
     }
-    void prefetch(std::uint32_t i) const { __builtin_prefetch(&(*this)[i], 1); }
+    void prefetch(std::uint32_t i) const { __builtin_prefetch(&base_[i], 1); }
     // For an index read from a node (a neighbour, a level's tail): kNil or stale values
-    // are skipped, so the chunk table is never read past its end.
+    // are skipped, so no address past the usable nodes is formed.
     void prefetch_any(std::uint32_t i) const {
-        if (i < used_) __builtin_prefetch(&(*this)[i], 1);
+        if (i < used_) __builtin_prefetch(&base_[i], 1);
     }
     // Called before an operation changes anything: afterwards alloc() cannot fail.
     void reserve_one() {
@@ -437,28 +453,73 @@ public:
     std::uint32_t alloc() {  // precondition: reserve_one() since the last alloc
         if (free_ != kNil) [[likely]] {
             std::uint32_t i = free_;
-            free_ = (*this)[i].next;
+            free_ = base_[i].next;
             return i;
         }
         return static_cast<std::uint32_t>(used_++);
     }
     void release(std::uint32_t i) {
-        (*this)[i].next = free_;
+        base_[i].next = free_;
         free_ = i;
     }
-    std::size_t chunks() const { return chunks_.size(); }
+    // Usable nodes, in chunks of 65,536 (the last may be short: kNil is not an index).
+    std::size_t chunks() const { return static_cast<std::size_t>((cap_ + kChunk - 1) / kChunk); }
+    // Bytes of address space reserved (tests: the fallback's halving and moves).
+    std::size_t reserved() const { return reserved_; }
 
 private:
+    static constexpr std::size_t kStep = std::size_t(kChunk) * sizeof(MarketOrder);  // 2 MiB
+    static constexpr std::size_t kAll = (std::size_t(1) << 32) * sizeof(MarketOrder);
+    static constexpr std::size_t kFirst = std::size_t(1) << 30;
+    static_assert(kStep == kHugePage, "a growth step is one huge page");
+
     [[gnu::noinline]] void grow() {
         // kNil (2^32 - 1) means "no order": indices stop one short of it.
         if (cap_ >= kNil) throw std::length_error("more than 2^32-1 live orders");
         budget_->spend();
-        chunks_.reserve(chunks_.size() + 1);  // may throw: nothing changed yet
-        auto* c = static_cast<MarketOrder*>(alloc_big(std::size_t(kChunk) * sizeof(MarketOrder)));
-        chunks_.push_back(c);  // reserved: cannot fail
+        alloc_checkpoint();
+        const std::size_t have = static_cast<std::size_t>(cap_ / kChunk) * kStep;
+        if (have + kStep > reserved_) enlarge(have + kStep);  // may throw: nothing changed
+        if (mprotect(base_ + cap_, kStep, PROT_READ | PROT_WRITE) != 0) throw std::bad_alloc();
+#if defined(MADV_HUGEPAGE)
+        madvise(base_ + cap_, kStep, MADV_HUGEPAGE);  // a hint: failure is harmless
+#endif
         cap_ = std::min<std::uint64_t>(cap_ + kChunk, kNil);
     }
-    std::vector<MarketOrder*> chunks_;
+    // Room for `need` bytes: the first reservation, or a move into one twice the size.
+    [[gnu::noinline]] void enlarge(std::size_t need) {
+        if (base_ == nullptr) {
+            for (std::size_t b = first_; b >= kStep; b /= 2)
+                if (void* p = reserve_aligned(b)) {
+                    base_ = static_cast<MarketOrder*>(p);
+                    reserved_ = b;
+                    return;
+                }
+            throw std::bad_alloc();
+        }
+        const std::size_t b = std::max(need, std::min(reserved_ * 2, kAll));
+        // The whole reservation is usable (it is full), so it is one mapping to move.
+        void* p = mremap(base_, reserved_, b, MREMAP_MAYMOVE);
+        if (p == MAP_FAILED) throw std::bad_alloc();
+        base_ = static_cast<MarketOrder*>(p);
+        reserved_ = b;  // the new part is usable already: mprotect below is a no-op on it
+    }
+    // `bytes` of PROT_NONE address space starting on a 2 MiB boundary (huge pages), or
+    // nullptr: an over-sized mapping trimmed at both ends.
+    static void* reserve_aligned(std::size_t bytes) {
+        const std::size_t over = bytes + kStep;
+        void* p = mmap(nullptr, over, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) return nullptr;
+        const auto at = reinterpret_cast<std::uintptr_t>(p);
+        const std::uintptr_t start = (at + kStep - 1) & ~std::uintptr_t(kStep - 1);
+        if (start != at) munmap(p, start - at);
+        if (at + over != start + bytes)
+            munmap(reinterpret_cast<void*>(start + bytes), at + over - (start + bytes));
+        return reinterpret_cast<void*>(start);
+    }
+    std::size_t first_ = kFirst;   // the first reservation to try (smaller in tests)
+    MarketOrder* base_ = nullptr;  // reserved_ bytes of address space; cap_ nodes usable
+    std::size_t reserved_ = 0;
     std::uint64_t used_ = 0;  // nodes ever handed out (the rest are untouched)
     std::uint64_t cap_ = 0;
     std::uint32_t free_ = kNil;
@@ -650,7 +711,8 @@ struct WindowStats {
     std::uint64_t largest = 0;      // the largest window
     std::uint64_t far_levels = 0;   // levels in the far maps now
     std::uint64_t moves = 0;        // window moves and resizes so far
-    std::uint64_t pool_chunks = 0;  // chunks of 65,536 order nodes
+    std::uint64_t pool_chunks = 0;  // chunks of 65,536 order nodes made usable
+    std::uint64_t pool_reserved = 0;  // bytes of address space the pool has reserved
 };
 
 class Market {
@@ -724,6 +786,7 @@ public:
             }
         w.moves = moves_;
         w.pool_chunks = orders_.chunks();
+        w.pool_reserved = orders_.reserved();
         return w;
     }
 

@@ -90,6 +90,12 @@ Top top_of(Market& m, std::uint16_t locate, Side side) {
 }  // namespace
 
 void register_market(nb::module_& m) {
+    m.def(
+        "_cap_pool_reservation",
+        [](std::size_t bytes) { g_pool_reservation_cap.store(bytes, std::memory_order_relaxed); },
+        "bytes"_a,
+        "Test only: a Market made from now reserves at most `bytes` of address space for its\n"
+        "order pool at first (0: no cap), as if a bigger reservation had been refused.");
     m.attr("MARKET_ANOMALY_KINDS") = kAnomalyKinds;
     m.def(
         "show_bytes",
@@ -307,11 +313,13 @@ void register_market(nb::module_& m) {
                 std::map<std::string, std::uint64_t> d{
                     {"windows", w.windows}, {"levels", w.levels}, {"largest", w.largest},
                     {"far_levels", w.far_levels}, {"moves", w.moves},
-                    {"pool_chunks", w.pool_chunks}, {"window_cap", b.market.window_cap()}};
+                    {"pool_chunks", w.pool_chunks}, {"pool_reserved", w.pool_reserved},
+                    {"window_cap", b.market.window_cap()}};
                 return d;
             },
             "How the price windows are sized now.\n\nSides with a window, their levels, the "
-            "largest,\nlevels in the far maps, window moves so far, order-pool chunks, the cap.")
+            "largest,\nlevels in the far maps, window moves so far, order-pool chunks of 65,536 "
+            "nodes\nmade usable, the address space the pool reserved (bytes), the cap.")
         .def(
             "books_csv", [](BoundMarket& b) { return text(b.idle().books_csv()); },
             "Every resting order as the books CSV (DESIGN.md), header included.");

@@ -762,7 +762,8 @@ class Market:
         How the price windows are sized now.
 
         Sides with a window, their levels, the largest,
-        levels in the far maps, window moves so far, order-pool chunks, the cap.
+        levels in the far maps, window moves so far, order-pool chunks of 65,536 nodes
+        made usable, the address space the pool reserved (bytes), the cap.
         """
 
     def books_csv(self) -> str:

@@ -464,6 +464,88 @@ def test_65536_one_order_books_memory(market_impl: Any, mode: str) -> None:
 # --8<-- [end:memory]
 
 
+# The order pool is one flat array in reserved address space (native/market.hpp,
+# OrderPool). Where the big reservation is refused it takes less and, when that is full,
+# moves the array into one twice the size: the market must not notice either.
+
+
+def _pool_stream(n: int) -> np.ndarray:
+    """n adds over 5 locates and both sides, then every third one deleted and every
+    fifth of the rest executed in part: links and levels throughout the pool."""
+    ev = np.zeros(n + n // 3 + n // 5, dtype=EVENT_DTYPE)
+    adds = ev[:n]
+    adds["type"] = ord("A")
+    adds["locate"] = 1 + np.arange(n) % 5
+    adds["order_ref"] = np.arange(1, n + 1)
+    adds["side"] = np.where(np.arange(n) % 2 == 0, ord("B"), ord("S"))
+    adds["shares"] = 100
+    adds["price"] = np.where(adds["side"] == ord("B"), 100_000, 200_000) + \
+        100 * (np.arange(n) % 300)
+    dels = ev[n:n + n // 3]
+    dels["type"] = ord("D")
+    dels["order_ref"] = adds["order_ref"][::3][:len(dels)]
+    dels["locate"] = adds["locate"][::3][:len(dels)]
+    execs = ev[n + n // 3:]
+    execs["type"] = ord("E")
+    execs["order_ref"] = adds["order_ref"][1::5][:len(execs)]
+    execs["locate"] = adds["locate"][1::5][:len(execs)]
+    execs["shares"] = 40
+    return ev
+
+
+@pytest.mark.parametrize("mode", ["book", "match"])
+def test_order_pool_moved_when_its_reservation_fills(mode: str) -> None:
+    """A pool that could reserve only 2 MiB (65,536 nodes) moves into 4, 8 MiB ... as
+    200,000 orders arrive; every order, link and level is where it was."""
+    from optimized import _native
+    from optimized.market import Market
+
+    stream = _pool_stream(200_000)
+    whole = Market(mode)
+    want = whole.run(stream)
+    assert whole.window_stats()["pool_reserved"] == 1 << 30  # 33.5M nodes of 32 bytes
+    _native._cap_pool_reservation(2 << 20)  # type: ignore[attr-defined]
+    try:
+        m = Market(mode)
+    finally:
+        _native._cap_pool_reservation(0)  # type: ignore[attr-defined]
+    for part in np.array_split(stream, 7):  # moves between runs, and inside them
+        m.run(part)
+    stats = m.window_stats()
+    assert stats["pool_reserved"] == 8 << 20 and stats["pool_chunks"] == 4  # two moves
+    assert _state(m)[:6] == _state(whole)[:6]
+    if mode == "match":
+        assert m.fills == whole.fills and len(want) == whole.fills
+
+
+POOL_PROBE = """
+import resource, sys
+import numpy as np
+from tests.test_market import _pool_stream
+from optimized.market import Market
+stream = _pool_stream(100_000)
+want = Market("book")
+want.run(stream)
+vm = int(next(l for l in open("/proc/self/status") if l.startswith("VmSize")).split()[1])
+room = 512 << 20  # address space left: half the pool's 1 GiB reservation
+resource.setrlimit(resource.RLIMIT_AS, (vm * 1024 + room, resource.RLIM_INFINITY))
+m = Market("book")
+m.run(stream)
+assert m.books_csv() == want.books_csv() and len(m) == len(want)
+print(m.window_stats()["pool_reserved"])
+"""
+
+
+def test_order_pool_reserves_what_a_ulimit_allows() -> None:
+    """Under a ulimit -v the pool's reservation is refused, so it takes a smaller one
+    (halving) and the replay is the same (a fresh process: the limit stays there)."""
+    out = subprocess.run([sys.executable, "-c", POOL_PROBE], capture_output=True, text=True,
+                         timeout=300, cwd=Path(__file__).parent.parent)
+    assert out.returncode == 0, out.stderr[-2000:]
+    reserved = int(out.stdout.strip())
+    assert (2 << 20) <= reserved <= (512 << 20)
+
+
 # --------------------------------------------------------------- real captures
 
 REAL_EXPECTED = {
