@@ -1807,6 +1807,9 @@ private:
         const int o = s ^ 1;
         const std::uint32_t best = l.s.best[o];
         if (best == 0 || (s == 0 ? best > limit : best < limit)) return false;
+        // Most often the best level alone is enough (and cross() reads it next anyway);
+        // the walk below starts from the window's end, not from the best price.
+        if (peek_level(l.side[o], best).total >= qty) return true;
         std::uint64_t need = qty;
         bool all = false;
         for_each_level(l.side[o], o == 1, [&](std::uint32_t price, const PriceLevel& lv) {
