@@ -971,3 +971,30 @@ def test_twins_agree_on_crossing_books_anywhere_in_the_table(
         got.append((m.book_states(), m.activity(), m.trading_states(), m.books_csv(),
                     m.counts(), m.books, len(m), per_locate))
     assert got[0] == got[1]
+
+
+# Prices for match mode: a cluster around one window, and far ones either side of it and at
+# the ends of the price range, so an incoming order meets a resting side with no window, a
+# far best level, and levels that do or do not fill it alone (fills_completely's two paths).
+MATCH_PRICES = (1, 2, 9_990, 9_999, 10_000, 10_001, 10_100, 50_000, 4_000_000, 2**32 - 1, 0)
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("AAAAFXDUE"), st.sampled_from((1, 2, 21)),
+                          st.integers(1, 12), st.sampled_from("BS"), st.integers(0, 40),
+                          st.sampled_from(MATCH_PRICES), st.integers(1, 12)),
+                max_size=120))
+def test_twins_agree_in_match_mode_on_any_price(
+        rows: list[tuple[str, int, int, str, int, int, int]]) -> None:
+    """Match mode on near and far prices (0: a market order), duplicate and unknown
+    references, over-reductions and replaces: both twins make the same fills, rejects,
+    books and counts."""
+    stream = [(i, ref, new_ref, 0, shares, price, locate, ord(kind), ord(side), 0, b"")
+              for i, (kind, locate, ref, side, shares, price, new_ref) in enumerate(rows)]
+    got = []
+    for impl in IMPLS:
+        m = importlib.import_module(f"{impl}.market").Market("match")
+        fills = m.run(np.array(stream, dtype=EVENT_DTYPE))
+        got.append((fill_tuples(fills), m.books_csv(), m.counts(), m.books, len(m),
+                    m.fills, m.volume))
+    assert got[0] == got[1]
