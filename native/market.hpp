@@ -407,20 +407,20 @@ inline std::atomic<std::size_t> g_pool_reservation_cap{0};
 
 // --8<-- [start:pool]
 // Every order of the market, addressed by a uint32 index into one flat array: node i is
-// base_[i], one load from one base pointer on every access (a table of chunks cost a
-// second, dependent load and a shift: ~11 instructions a message on a 5M-message day).
-// At its first growth the pool reserves 1 GiB of address space (33.5M nodes, more than
-// the live orders of any real day; PROT_NONE pages are neither backed nor charged) and
-// makes it usable 65,536 nodes (2 MiB, one huge page) at a time with mprotect, which
-// under strict overcommit is where running out of memory shows up: as a clean
-// bad_alloc, before the operation changes anything. So it does not move as it grows.
-// If the reservation fills (or a smaller one was all it could get: a ulimit -v, a
-// crowded address space; it halves until one is granted), the kernel moves the array
-// into one twice the size (mremap: page tables move, the nodes are not copied), up to
-// the 2^32 - 1 nodes a uint32 can name. Indices stay valid through all of it; a pointer
-// into the pool may not, so none is held across reserve_one(). The free list is
-// threaded through `next` of the free nodes, so in steady state an add reuses the node
-// a cancel just freed (still in the cache).
+// base_[i], one load from one base pointer on every access (a table of chunks costs a
+// second, dependent load and a shift). At its first growth the pool reserves 1 GiB of
+// address space (33.5M nodes; PROT_NONE pages are neither backed nor charged; all 2^32
+// nodes, 128 GiB, would let only ~1,000 markets live in a process's 128 TiB) and makes
+// it usable 65,536 nodes (2 MiB, one huge page) at a time with mprotect, which under
+// strict overcommit is where running out of memory shows up: as a clean bad_alloc,
+// before the operation changes anything. Within its reservation it never moves. If the
+// reservation fills (or a smaller one was all it could get: a ulimit -v, a crowded
+// address space; it halves until one is granted), the kernel moves the array into one
+// twice the size (mremap: page tables move, the nodes are not copied), up to the
+// 2^32 - 1 nodes a uint32 can name. Indices stay valid through all of it; a pointer into
+// the pool may not, so none is held across reserve_one(). The free list is threaded
+// through `next` of the free nodes, so in steady state an add reuses the node a cancel
+// just freed (still in the cache).
 class OrderPool {
 public:
     static constexpr unsigned kChunkBits = 16;
