@@ -488,31 +488,183 @@ def ablation_steps(data: dict[str, Any], group: str) -> list[Step]:
     return sorted(steps, key=lambda st: st.index)
 
 
+# A paired ratio whose interquartile range contains 1.0 is no measurable effect: on this
+# run the step was as often slower as faster than the one before it.
+NO_EFFECT = "no measurable effect"
+MONTE_CARLO_ROUNDS = 2000
+MONTE_CARLO_SEED = 20261207  # fixed: the same run always gives the same page
+
+
+def measurable(p: dict[str, Any]) -> bool:
+    """A paired record's verdict: False when its IQR straddles 1.0."""
+    return not float(p["q1"]) <= 1.0 <= float(p["q3"])
+
+
+def _quartiles(values: list[float]) -> tuple[float, float, float]:
+    """(q1, median, q3) by linear interpolation, as tests/bench/paired.py computes them."""
+    xs = sorted(values)
+
+    def at(q: float) -> float:
+        pos = q * (len(xs) - 1)
+        lo = math.floor(pos)
+        hi = min(lo + 1, len(xs) - 1)
+        return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+    return at(0.25), at(0.5), at(0.75)
+
+
+@dataclass(frozen=True)
+class Cumulative:
+    """A step against step 0, from paired data only: the product of the paired medians of
+    every step up to it, and an interquartile range for that product."""
+
+    median: float
+    q1: float
+    q3: float
+    method: str  # "sampled" (products of drawn per-pair ratios) or "quartiles" (their product)
+
+
+def cumulative(steps: list[Step]) -> list[Cumulative | None]:
+    """For each step, its paired effect against step 0 (None for step 0, and from the
+    first step without a paired record on). Never a ratio of unpaired medians: those
+    were timed minutes apart and move with the machine's neighbours.
+
+    The median is the product of the steps' paired medians. Its interval is of the same
+    kind as a step's (the spread of per-pair ratios): each of 2,000 rounds draws one
+    per-pair ratio from every step up to this one (a fixed seed) and multiplies them; the
+    IQR of those products. Where a record lacks its per-pair ratios, the product of the
+    quartiles stands in (wider)."""
+    import random
+
+    rng = random.Random(MONTE_CARLO_SEED)
+    out: list[Cumulative | None] = []
+    product = 1.0
+    lo = hi = 1.0
+    rounds: list[float] | None = [1.0] * MONTE_CARLO_ROUNDS
+    broken = False
+    for st in steps:
+        if st.index == 0:
+            out.append(None)
+            continue
+        p = st.paired
+        if broken or p is None:
+            broken = True
+            out.append(None)
+            continue
+        product *= float(p["median"])
+        lo *= float(p["q1"])
+        hi *= float(p["q3"])
+        ratios = [float(r) for r in p.get("ratios") or []]
+        if rounds is not None and ratios:
+            for i in range(MONTE_CARLO_ROUNDS):
+                rounds[i] *= rng.choice(ratios)
+        else:
+            rounds = None
+        if rounds is not None:
+            q1, _, q3 = _quartiles(rounds)
+            out.append(Cumulative(product, q1, q3, "sampled"))
+        else:
+            out.append(Cumulative(product, lo, hi, "quartiles"))
+    return out
+
+
+def fmt_step_ratio(r: float) -> str:
+    """A step's ratio with two decimals: steps differ by a few per cent, and 1.0× beside
+    an IQR of 1.0×–1.1× says nothing."""
+    return f"{r:.2f}×"
+
+
+def _paired_cell(p: dict[str, Any]) -> str:
+    cell = (f"{fmt_step_ratio(float(p['median']))} <small>(IQR "
+            f"{fmt_step_ratio(float(p['q1']))}–{fmt_step_ratio(float(p['q3']))}, "
+            f"{int(p['pairs'])} pairs)</small>")
+    return cell if measurable(p) else f"{cell}<br><small>{NO_EFFECT}</small>"
+
+
+def _cumulative_cell(c: Cumulative | None) -> str:
+    if c is None:
+        return "—"
+    cell = (f"{fmt_step_ratio(c.median)} <small>(IQR {fmt_step_ratio(c.q1)}–"
+            f"{fmt_step_ratio(c.q3)})</small>")
+    return cell if not c.q1 <= 1.0 <= c.q3 else f"{cell}<br><small>{NO_EFFECT}</small>"
+
+
+def ablation_verdict(steps: list[Step]) -> str:
+    """The sentence a chapter states about its ablation, generated from the paired data so
+    prose never contradicts its table: which steps had a measurable effect, which did
+    not, and the last step against step 0."""
+    gains, losses, none, missing = [], [], [], []
+    for st in steps:
+        if st.index == 0:
+            continue
+        p = st.paired
+        name = f"step {st.index} ({st.name})"
+        if p is None:
+            missing.append(name)
+        elif not measurable(p):
+            none.append(name)
+        elif float(p["median"]) > 1.0:
+            gains.append(f"{name} {fmt_step_ratio(float(p['median']))} faster")
+        else:
+            losses.append(f"{name} {fmt_step_ratio(1 / float(p['median']))} slower")
+    parts = []
+    if gains:
+        parts.append("Measurably faster than the step before: " + "; ".join(gains) + ".")
+    if losses:
+        parts.append("Measurably slower than the step before: " + "; ".join(losses) + ".")
+    if none:
+        parts.append("No measurable effect (the paired IQR contains 1.0): "
+                     + ", ".join(none) + ".")
+    if missing:
+        parts.append("Not paired in this run: " + ", ".join(missing) + ".")
+    cums = cumulative(steps)
+    last = next((c for c in reversed(cums) if c is not None), None)
+    if last is not None and steps:
+        k = cums.index(last)
+        straddles = last.q1 <= 1.0 <= last.q3
+        parts.append(f"Step {steps[k].index} ({steps[k].name}) against step 0, the product "
+                     f"of the paired ratios: {fmt_step_ratio(last.median)} (IQR "
+                     f"{fmt_step_ratio(last.q1)}–{fmt_step_ratio(last.q3)}"
+                     + (f"; {NO_EFFECT}" if straddles else "") + ").")
+    return " ".join(parts)
+
+
+def ablation_numbers(component: str, steps: list[Step]) -> dict[str, str]:
+    """Numbers the prose may quote: ablation-<component>-verdict, -cumulative, -cumulative-iqr."""
+    out = {f"ablation-{component}-verdict": ablation_verdict(steps)}
+    cums = [c for c in cumulative(steps) if c is not None]
+    if cums:
+        out[f"ablation-{component}-cumulative"] = fmt_step_ratio(cums[-1].median)
+        out[f"ablation-{component}-cumulative-iqr"] = (f"{fmt_step_ratio(cums[-1].q1)}–"
+                                                       f"{fmt_step_ratio(cums[-1].q3)}")
+    return out
+
+
 def ablation_html(group: Group, steps: list[Step], label: str) -> str:
     e = html.escape
     counted = any(st.counts for st in steps)
     lines = [f'<div class="tm-bench tm-ablation" data-group="{e(group.name)}">', "<table>",
              f"<caption>Benchmark group <code>{e(group.name)}</code>: each step adds one "
-             "decision to the one before. Time per operation (median); the step against the "
+             "decision to the one before. Time per operation (each step's own median, "
+             "for scale only: rows were timed at different moments); the step against the "
              "one before it, paired (the median of per-pair ratios, interleaved in one "
-             "process, with its interquartile range); and the cumulative effect, step 0's "
-             "median over this step's.</caption>",
+             "process, with its interquartile range; above 1: faster); and the step "
+             "against step 0, from the paired ratios only (their product; its range, the "
+             "interquartile range of products of one per-pair ratio drawn from each "
+             f"step). A ratio whose range contains 1.0 is marked {NO_EFFECT}.</caption>",
              "<thead><tr><th>step</th><th>adds</th><th>time per op</th>"
-             "<th>vs the step before (paired)</th><th>vs step 0</th>"
+             "<th>vs the step before (paired)</th><th>vs step 0 (paired, cumulative)</th>"
              + ("<th>cachegrind per op: instructions, D1 / LL misses</th>" if counted else "")
              + "</tr></thead>", "<tbody>"]
-    first = steps[0].per_op if steps and steps[0].index == 0 else None
-    for st in steps:
+    cums = cumulative(steps)
+    for st, cum in zip(steps, cums, strict=True):
         if st.paired is not None:
-            p = st.paired
-            before = (f"{fmt_ratio(float(p['median']))} <small>(IQR "
-                      f"{fmt_ratio(float(p['q1']))}–{fmt_ratio(float(p['q3']))}, "
-                      f"{int(p['pairs'])} pairs)</small>")
+            before = _paired_cell(st.paired)
         elif st.index == 0:
             before = "—"
         else:
             before = MISSING_NUMBER
-        total = fmt_ratio(first / st.per_op) if first and st.per_op > 0 else "—"
+        total = "1.00×" if st.index == 0 else _cumulative_cell(cum)
         row = (f'<tr><th scope="row">{st.index}. {e(st.name)}</th><td>{e(st.adds)}</td>'
                f"<td>{fmt_time(st.per_op)}</td><td>{before}</td><td>{total}</td>")
         if counted:
@@ -521,6 +673,7 @@ def ablation_html(group: Group, steps: list[Step], label: str) -> str:
                     else "<td>not counted</td>")
         lines.append(row + "</tr>")
     lines.append("</tbody></table>")
+    lines.append(f'<p class="tm-verdict">{e(ablation_verdict(steps))}</p>')
     includes = list(dict.fromkeys(b.includes for b in group.benches if b.includes))
     notes = [e(text) for text in includes]
     if counted:
@@ -533,22 +686,37 @@ def ablation_html(group: Group, steps: list[Step], label: str) -> str:
 
 
 def ablation_plot(group: Group, steps: list[Step], label: str, path: Path) -> None:
-    fig, ax = plt.subplots(figsize=(7.0, 3.6))
-    xs = range(len(steps))
-    ns = [st.per_op * 1e9 for st in steps]
-    ax.bar(xs, ns, color="#4c72b0")
-    first = ns[0] if steps and steps[0].index == 0 else None
-    for x, y in zip(xs, ns, strict=True):
-        text = f"{_sig(y)} ns" + (f"\n{fmt_ratio(first / y)}" if first and y > 0 else "")
-        ax.annotate(text, (x, y), ha="center", va="bottom", fontsize=7,
-                    xytext=(0, 2), textcoords="offset points")
-    ax.set_xticks(list(xs), [f"{st.index}. {st.name}" for st in steps], rotation=20, ha="right")
-    ax.set_ylabel("median ns per operation")
-    ax.set_ylim(0, max(ns, default=1) * 1.3)
-    ax.set_title(f"{group.name}: cumulative effect of each step (lower is better; "
-                 "× = against step 0)")
+    """Each step against step 0 from the paired data (product of the paired ratios, the
+    sampled IQR of the product as the error bar); 1.0 drawn as the line of no effect."""
+    cums = cumulative(steps)
+    fig, ax = plt.subplots(figsize=(7.0, 3.8))
+    xs = list(range(len(steps)))
+    ys, lows, highs = [], [], []
+    for st, c in zip(steps, cums, strict=True):
+        if st.index == 0 or c is None:
+            ys.append(1.0 if st.index == 0 else float("nan"))
+            lows.append(0.0)
+            highs.append(0.0)
+        else:
+            ys.append(c.median)
+            lows.append(max(0.0, c.median - c.q1))
+            highs.append(max(0.0, c.q3 - c.median))
+    ax.bar(xs, ys, color="#4c72b0", yerr=[lows, highs], capsize=3, ecolor="#333333")
+    ax.axhline(1.0, color="#999999", linewidth=0.8, linestyle="--")
+    for x, y, h in zip(xs, ys, highs, strict=True):
+        if math.isfinite(y):
+            ax.annotate(fmt_step_ratio(y), (x, y + h), ha="center", va="bottom", fontsize=8,
+                        xytext=(0, 3), textcoords="offset points")
+    ax.set_xticks(xs, [f"{st.index}. {st.name}" for st in steps], rotation=35, ha="right",
+                  fontsize=8)
+    ax.set_ylabel("× against step 0 (paired; higher is faster)")
+    top = max([y + h for y, h in zip(ys, highs, strict=True) if math.isfinite(y)], default=1)
+    ax.set_ylim(0, top * 1.25)
+    ax.set_title(f"{group.name}: each step against step 0, from paired ratios")
     _footer(fig, label)
     _save(fig, path)
+
+
 # Groups whose paired records (tests/bench/paired.py) get a table of their own,
 # <group>-paired-table.md, and numbers paired-<key> / paired-<key>-iqr: ratios that are
 # the chapter's claims but not speed targets of scripts/targets.py.
@@ -770,7 +938,11 @@ def _save(fig: Any, path: Path) -> None:
 
 
 def _footer(fig: Any, label: str) -> None:
-    fig.text(0.01, -0.02, "Measured on: " + label, fontsize=6.5, color="#555555",
+    """The machine label under everything already drawn (rotated tick labels included),
+    at a size a reader can read."""
+    fig.canvas.draw()
+    bottom = fig.get_tightbbox(fig.canvas.get_renderer()).y0 / fig.get_figheight()
+    fig.text(0.01, bottom - 0.03, "Measured on: " + label, fontsize=8, color="#555555",
              ha="left", va="top", wrap=True)
 
 
@@ -982,12 +1154,14 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
         (out / name).write_text(text, encoding="utf-8")
         written.add(name)
 
+    ablation_values: dict[str, str] = {}
     for g in groups.values():
         if g.name == LAYOUTS_GROUP:
             continue
         steps = ablation_steps(data, g.name) if g.name.endswith("-ablation") else []
         if steps:  # a chapter's growing code: its own table and plot
             write(f"{slug(g.name)}-table.md", ablation_html(g, steps, label))
+            ablation_values.update(ablation_numbers(g.name.removesuffix("-ablation"), steps))
             ablation_plot(g, steps, label, out / f"{slug(g.name)}-steps.svg")
             written.add(f"{slug(g.name)}-steps.svg")
             continue
@@ -1029,6 +1203,7 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
     values = numbers(groups, label)
     values.update(target_numbers(results))
     values.update(extra_numbers)
+    values.update(ablation_values)
     for name in sorted(want.numbers - values.keys()):
         values[name] = MISSING_NUMBER
         placeholders.append(f"number {name!r}")

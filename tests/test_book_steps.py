@@ -9,6 +9,7 @@ and a realistic flow, must give every step the naive twin's fills, rejects and b
 
 from __future__ import annotations
 
+import html
 import importlib.util
 import json
 import shutil
@@ -164,10 +165,61 @@ def test_figures_ablation_table(tmp_path: Path) -> None:
     rows = [line for line in table.splitlines() if line.startswith("<tr><th scope")]
     assert [r.split("</th>")[0].split(">")[-1] for r in rows] == [
         f"{i}. {name}" for i, (name, _) in enumerate(BOOK_STEPS)]
-    assert "1.5× <small>(IQR 1.2×–1.8×, 21 pairs)" in rows[1]
-    assert rows[-1].count("6.0×") == 1  # step 0's median over the last step's
+    assert "1.50× <small>(IQR 1.25×–1.75×, 21 pairs)" in rows[1]
+    # Against step 0: the product of the paired ratios (1.5^5), never step 0's median over
+    # the last step's (6.0x here: unpaired medians); its range the product of the quartiles
+    # where a record has no per-pair ratios.
+    assert "7.59× <small>(IQR 3.05×–16.41×)" in rows[-1] and "6.0" not in rows[-1]
+    assert "<br><small>no measurable effect" not in table
+    verdict = figures.ablation_verdict(figures.ablation_steps(json.loads(run.read_text()),
+                                                              "book-ablation"))
+    assert verdict.startswith("Measurably faster than the step before: step 1")
+    assert verdict in html.unescape(table)
     assert "123, 0.50 / 0.25" in rows[2] and "not counted" in rows[1]
     assert (out / "book-ablation-steps.svg").read_text(encoding="utf-8").startswith("<?xml")
+
+
+def _figures() -> Any:
+    spec = importlib.util.spec_from_file_location("tm_figures_verdict",
+                                                  ROOT / "scripts" / "figures.py")
+    assert spec is not None and spec.loader is not None
+    figures = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = figures
+    spec.loader.exec_module(figures)
+    return figures
+
+
+def test_figures_ablation_verdict_from_paired_data() -> None:
+    """A step whose paired IQR contains 1.0 is "no measurable effect", never a gain; the
+    cumulative column multiplies the paired ratios (and draws per-pair ratios for its
+    range), so a slower median can never contradict a faster product."""
+    figures = _figures()
+
+    def step(i: int, per_op: float, ratios: list[float] | None) -> Any:
+        paired = None
+        if ratios is not None:
+            q1, med, q3 = figures._quartiles(ratios)
+            paired = {"median": med, "q1": q1, "q3": q3, "pairs": len(ratios),
+                      "ratios": ratios}
+        return figures.Step(i, f"s{i}", "", per_op, None, paired)
+
+    steps = [step(0, 10e-9, None),
+             step(1, 30e-9, [0.95, 0.98, 1.0, 1.02, 1.05]),   # straddles 1.0
+             step(2, 5e-9, [1.9, 2.0, 2.0, 2.1, 2.2])]        # a real gain
+    cums = figures.cumulative(steps)
+    assert cums[0] is None and cums[1] is not None and cums[2] is not None
+    assert cums[1].q1 <= 1.0 <= cums[1].q3
+    assert abs(cums[2].median - 2.0) < 1e-9 and cums[2].q1 > 1.0
+    assert cums == figures.cumulative(steps)  # a fixed seed: the same page every time
+    verdict = figures.ablation_verdict(steps)
+    assert "step 2 (s2) 2.00× faster" in verdict
+    assert "No measurable effect (the paired IQR contains 1.0): step 1 (s1)." in verdict
+    assert "against step 0, the product of the paired ratios: 2.00×" in verdict
+    # Step 1's own median is 3x slower than step 0's (timed at another moment): the table
+    # says nothing of it beyond "time per op"; the paired columns decide.
+    html_table = figures.ablation_html(
+        figures.Group("x-ablation", []), steps, "test machine")
+    assert "<br><small>no measurable effect" in html_table and "0.33×" not in html_table
 
 
 STRESS = ROOT / "tests" / "native" / "book_steps_stress.cpp"
