@@ -30,7 +30,8 @@ static_assert(kHistBuckets == 1920, "contract/histogram.py says BUCKETS = 1920")
 class Histogram {
 public:
     static std::size_t bucket_of(std::uint64_t ns) {
-        // bit_width is one lzcnt instruction: how many low bits to drop to keep 6 bits.
+        // bit_width: how many low bits to drop to keep 6. On the baseline x86-64 this
+        // build targets it is a bsr (bit scan) plus a zero test; lzcnt needs -mlzcnt.
         const unsigned width = static_cast<unsigned>(std::bit_width(ns));
         const unsigned shift = width > kSubBucketBits + 1 ? width - kSubBucketBits - 1 : 0;
         return (std::size_t{shift} << kSubBucketBits) + static_cast<std::size_t>(ns >> shift);
