@@ -82,13 +82,33 @@ def _exercise_of(paths: Sequence[Path]) -> str:
     return ""
 
 
+# Where a sanitizer's report starts: AddressSanitizer/ThreadSanitizer/LeakSanitizer open
+# with "==PID==ERROR:" or "WARNING: ThreadSanitizer", UBSan with "file:line:col: runtime
+# error:".
+_SANITIZER_START = re.compile(r"^(==\d+==ERROR: |WARNING: ThreadSanitizer|.*: runtime error: )",
+                              re.MULTILINE)
+
+
+def report_head(stderr: str, limit: int = 4000) -> str:
+    """What a failed harness printed, as a learner needs it: a sanitizer report from its
+    first line (the error and the first frame, which name your line), not its tail (the
+    allocation stacks and the summary); anything else, its last ``limit`` characters."""
+    m = _SANITIZER_START.search(stderr)
+    if m is not None:
+        head = stderr[m.start():m.start() + limit]
+        return head + ("\n[... the rest of the report cut ...]" if len(stderr) - m.start() > limit
+                       else "")
+    return stderr[-limit:]
+
+
 def run_program(exe: Path, stdin: str, timeout: float = 60.0) -> str:
     """Run a compiled harness; its stdout, or a failure showing what it printed."""
     env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0", UBSAN_OPTIONS="print_stacktrace=1")
     proc = subprocess.run([str(exe)], input=stdin, capture_output=True, text=True,
                           timeout=timeout, env=env, check=False)
     if proc.returncode != 0:
-        raise AssertionError(f"{exe.name} exited with {proc.returncode}:\n{proc.stderr[-4000:]}")
+        raise AssertionError(f"{exe.name} exited with {proc.returncode}:\n"
+                             f"{report_head(proc.stderr)}")
     return proc.stdout
 
 

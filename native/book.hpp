@@ -114,7 +114,8 @@ inline constexpr std::uint32_t kPrefetch = 16;    // the batch loop's prefetch h
 inline constexpr std::uint32_t kAll = 31;
 }  // namespace step
 
-// The steps in the order the chapter adds them; each has the decisions of the one before.
+// The steps in the order the chapter adds them; each has the decisions of the one
+// before.
 struct BookStep {
     const char* name;
     std::uint32_t steps;
@@ -187,7 +188,8 @@ public:
     BasicNodePool(std::uint32_t capacity, std::uint32_t limit) : limit_(std::max<std::uint32_t>(limit, 1)) {
         reserve(std::clamp<std::uint32_t>(capacity, std::min<std::uint32_t>(16, limit_), limit_));
         // Node 0 is what the batch loop's hints read when they find no order (see
-        // Book::prefetch_neighbours): give it defined links before it is ever handed out.
+        // Book::prefetch_neighbours): give it defined links before it is ever handed
+        // out.
         nodes_[0] = Node{0, 0, 0, kNil, kNil, 0, Side::Buy, {}};
     }
     ~BasicNodePool() { std::free(nodes_); }
@@ -248,15 +250,16 @@ private:
     std::uint32_t limit_;
     std::uint32_t used_ = 0;  // nodes ever handed out (the rest are untouched)
     std::uint32_t free_head_ = kNil;
-    // The queue's back, only without WarmReuse: in Book it takes no room, so Book's layout
-    // (and the code that addresses its members) is what it was before the steps existed.
+    // The queue's back, only without WarmReuse: in Book it takes no room, so Book's
+    // layout (and the code that addresses its members) is what it was before the steps
+    // existed.
     struct NoTail {};
     [[no_unique_address]] std::conditional_t<WarmReuse, NoTail, std::uint32_t> free_tail_{};
 };
 using NodePool = BasicNodePool<>;
 // --8<-- [end:pool]
 
-// --8<-- [start:hash]
+// --8<-- [start:hash_table]
 // Order id -> node index. Open addressing with linear probing in a power-of-two
 // table kept at most half full. A slot is 8 bytes: the node index and a 32-bit
 // fingerprint of the id (see fingerprint()). The id itself is not stored: a
@@ -276,7 +279,9 @@ public:
     ~IdHash() { std::free(slots_); }
     IdHash(const IdHash&) = delete;
     IdHash& operator=(const IdHash&) = delete;
+    // --8<-- [end:hash_table]
 
+    // --8<-- [start:hash_fingerprint]
     // 2^64 / golden ratio, made odd: Fibonacci hashing's multiplier.
     static constexpr std::uint64_t kGolden = 0x9E3779B97F4A7C15ULL;
     // Fibonacci hashing (used as is by the market's reference map): fold the high half
@@ -293,8 +298,8 @@ public:
     // the table gets distinct home slots (a test checks several sizes and starts). The
     // fold adds the high half to the id, where mix() XORs it: adding keeps a run of
     // consecutive ids consecutive, XOR would scatter it into pieces. (Adding maps some
-    // pairs of ids to one number, k and k + 2^64 - 2^32 + 1 for k < 2^32 - 1, never more
-    // than two: they share a fingerprint, and the id comparison tells them apart.)
+    // pairs of ids to one number, k and k + 2^64 - 2^32 + 1 for k < 2^32 - 1, never
+    // more than two: they share a fingerprint, and the id comparison tells them apart.)
     std::uint32_t fingerprint(std::uint64_t k) const {
         k += k >> 32;
         k ^= salt_;  // 0 until the table is re-keyed (see rebuild_if_needed)
@@ -303,18 +308,21 @@ public:
     // The home slot: the fingerprint's top log2(capacity) bits, i.e. the product's top
     // bits (its low bits depend only on the id's low bits, and would collide).
     std::uint64_t home(std::uint32_t fp) const { return fp >> shift_; }
+    // --8<-- [end:hash_fingerprint]
 
+    // --8<-- [start:hash_lookup]
     // Every lookup takes the fingerprint as well as the id: the caller computed it once
-    // per operation and hands it down, instead of rehashing.
-    // The answer is a slot: the one holding the id, or the empty slot that ends its probe
-    // run (node_at() is then kNil). Keeping the slot lets a cancel erase it directly.
-    // CheckFp (chapter 1's fingerprints step): compare the slot's fingerprint before
-    // reading its node's id, so that walking past another id's slot reads no node.
+    // per operation and hands it down, instead of rehashing. The answer is a slot: the
+    // one holding the id, or the empty slot that ends its probe run (node_at() is then
+    // kNil). Keeping the slot lets a cancel erase it directly. CheckFp (chapter 1's
+    // fingerprints step): compare the slot's fingerprint before reading its node's id,
+    // so that walking past another id's slot reads no node.
     template <bool CheckFp = true, class Pool>
     std::uint64_t slot_of(std::uint64_t key, std::uint32_t fp, const Pool& pool) const {
         for (std::uint64_t i = home(fp);; i = (i + 1) & mask_) {
             Slot s = slots_[i];
-            if (s.node == kNil || ((!CheckFp || s.fp == fp) && pool[s.node].id == key)) return i;
+            if (s.node == kNil || ((!CheckFp || s.fp == fp) && pool[s.node].id == key))
+                return i;
         }
     }
     std::uint32_t node_at(std::uint64_t slot) const { return slots_[slot].node; }
@@ -322,35 +330,40 @@ public:
     std::uint32_t find(std::uint64_t key, std::uint32_t fp, const Pool& pool) const {
         return node_at(slot_of<CheckFp>(key, fp, pool));
     }
+    // --8<-- [end:hash_lookup]
+    // --8<-- [start:hash_insert]
     // Called before an operation changes anything: afterwards insert_at() cannot fail.
-    // Returns true if the table was rebuilt (grown or re-keyed), which moves every entry
-    // and may change every fingerprint: earlier slots and fingerprints are stale.
+    // Returns true if the table was rebuilt (grown or re-keyed), which moves every
+    // entry and may change every fingerprint: earlier slots and fingerprints are stale.
     template <class Pool>
     bool ensure_one(Pool& pool) {
-        if (size_ < grow_at_) [[likely]] return false;  // room for one more, at most half full
+        // Room for one more, the table staying at most half full: the common case.
+        if (size_ < grow_at_) [[likely]] return false;
         return rebuild_if_needed(pool, true);
     }
-    // The same, for an operation that frees a slot before it takes one (replace): only a
-    // pending re-key (see insert_at) is done, never a growth.
+    // The same, for an operation that frees a slot before it takes one (replace):
+    // only a pending re-key (see insert_at) is done, never a growth.
     template <class Pool>
     bool ensure_keyed(Pool& pool) {
         if (!long_run_) [[likely]] return false;
         return rebuild_if_needed(pool, false);
     }
-    // Put an absent id in `slot`: the empty slot that slot_of() returned for it, with no
-    // insert or erase since (so the lookup that rejected duplicates also places the id).
+    // Put an absent id in `slot`: the empty slot that slot_of() returned for it, with
+    // no insert or erase since (so the lookup that rejected duplicates places the id).
     void insert_at(std::uint64_t slot, std::uint32_t fp, std::uint32_t node) {
         slots_[slot] = Slot{fp, node};
         ++size_;
-        // Far from home: ids that collide (crafted ones do: the multiplier is public) pile
-        // up in one probe run, and every operation on them walks it. Have the next
+        // Far from home: ids that collide (crafted ones do: the multiplier is public)
+        // pile up in one probe run, and every operation on them walks it. Have the next
         // ensure_one() re-key the table with a random multiplier instead.
         if (((slot - home(fp)) & mask_) > kLongRun) [[unlikely]] {
             long_run_ = true;
             grow_at_ = 0;  // sends the next ensure_one() to the slow path
         }
     }
-    // Forget the entry with fingerprint fp that maps to `node` (no id comparison needed).
+    // --8<-- [end:hash_insert]
+    // --8<-- [start:hash_erase]
+    // Forget the entry with fingerprint fp that maps to `node` (no id comparison).
     void erase(std::uint32_t fp, std::uint32_t node) {
         std::uint64_t i = home(fp);
         while (slots_[i].node != node) i = (i + 1) & mask_;
@@ -360,7 +373,8 @@ public:
     void erase_at(std::uint64_t i) {
         // Backward shift: walk the rest of the run; an entry may move into the hole
         // at i only if i lies between its home slot and where it sits now.
-        for (std::uint64_t j = (i + 1) & mask_; slots_[j].node != kNil; j = (j + 1) & mask_) {
+        std::uint64_t j = (i + 1) & mask_;
+        for (; slots_[j].node != kNil; j = (j + 1) & mask_) {
             std::uint64_t h = home(slots_[j].fp);
             if (((j - h) & mask_) >= ((j - i) & mask_)) {
                 slots_[i] = slots_[j];
@@ -370,6 +384,7 @@ public:
         slots_[i].node = kNil;
         --size_;
     }
+    // --8<-- [end:hash_erase]
     void clear() {
         for (std::uint64_t i = 0; i <= mask_; ++i) slots_[i].node = kNil;
         size_ = 0;
@@ -389,6 +404,7 @@ public:
     const void* data() const { return slots_; }
 
 private:
+    // --8<-- [start:hash_slot]
     struct Slot {
         std::uint32_t fp;    // fingerprint(id); its top bits are the home slot
         std::uint32_t node;  // node index, or kNil when the slot is empty
@@ -400,9 +416,11 @@ private:
     // half full, linear probing with a random-like hash puts an entry > 128 slots from
     // home with a probability that decays exponentially in the distance (e^-24 or so).
     static constexpr std::uint64_t kLongRun = 128;
+    // --8<-- [end:hash_slot]
 
     void alloc_table(std::uint64_t cap) {
-        auto* p = static_cast<Slot*>(alloc_big(cap * sizeof(Slot)));  // throws before changes
+        // alloc_big throws before anything changes
+        auto* p = static_cast<Slot*>(alloc_big(cap * sizeof(Slot)));
         for (std::uint64_t i = 0; i < cap; ++i) p[i].node = kNil;
         slots_ = p;
         mask_ = cap - 1;
@@ -411,22 +429,25 @@ private:
         size_ = 0;
     }
 
+    // --8<-- [start:hash_rekey]
     // The slow path of ensure_one() / ensure_keyed(): grow the table if it is half full
-    // (and `grow`), re-key it if an entry landed far from home. Re-keying picks a random
-    // salt, XORed into the folded id, and a random odd multiplier. Multiply-shift with a
-    // random odd multiplier puts two given ids in one home slot with probability at most
-    // 2 / capacity, whatever the ids (but for the fold's pairs, above), yet it maps an
-    // arithmetic progression of ids (crafted ids are one) to a progression of products,
-    // whose top bits bunch for an unlucky multiplier: without the salt, 1 table in 100 of
-    // a test's re-keyed tables averaged 10 or more probes per id. The XOR breaks the
-    // progression. At most one re-key per table size, so re-keys cost O(1) per insert in
-    // total. Fills and books never depend on the hash: only speed does.
+    // (and `grow`), re-key it if an entry landed far from home. Re-keying picks a
+    // random salt, XORed into the folded id, and a random odd multiplier.
+    // Multiply-shift with a random odd multiplier puts two given ids in one home slot
+    // with probability at most 2 / capacity, whatever the ids (but for the fold's
+    // pairs, above), yet it maps an arithmetic progression of ids (crafted ids are one)
+    // to a progression of products, whose top bits bunch for an unlucky multiplier:
+    // without the salt, 1 table in 100 of a test's re-keyed tables averaged 10 or more
+    // probes per id. The XOR breaks the progression. At most one re-key per table size,
+    // so re-keys cost O(1) per insert in total. Fills and books never depend on the
+    // hash: only speed.
     template <class Pool>
     [[gnu::noinline]] bool rebuild_if_needed(Pool& pool, bool grow) {
         std::uint64_t cap = mask_ + 1;
         bool rekey = long_run_ && rekeyed_at_ != cap;
         grow = grow && size_ >= cap / 2;
-        if (grow && cap >= kMaxSlots) throw BookFull("book full: the order id table holds 2^31 ids");
+        if (grow && cap >= kMaxSlots)
+            throw BookFull("book full: the order id table holds 2^31 ids");
         if (!rekey && !grow) {
             long_run_ = false;  // this size was re-keyed already: live with it
             grow_at_ = cap / 2;
@@ -441,6 +462,8 @@ private:
         long_run_ = false;
         return true;
     }
+    // --8<-- [end:hash_rekey]
+    // --8<-- [start:hash_rebuild]
     static std::uint64_t random_multiplier() {
         std::uint64_t m;
         try {
@@ -476,6 +499,7 @@ private:
         size_ = old_size;
         std::free(old);
     }
+    // --8<-- [end:hash_rebuild]
     std::uint64_t displacement(bool max) const {
         std::uint64_t most = 0, total = 0;
         for (std::uint64_t i = 0; i <= mask_; ++i) {
@@ -497,7 +521,6 @@ private:
     std::uint64_t rekeyed_at_ = 0;  // the capacity the last re-key was made at
     std::uint64_t rekeys_ = 0;
 };
-// --8<-- [end:hash]
 
 // --8<-- [start:bitset]
 // Which levels of the window are non-empty, as a tree of 64-bit words: bit i of
@@ -611,8 +634,8 @@ public:
     static constexpr std::uint32_t kSteps = Steps;
     static constexpr std::uint64_t kDefaultWindow = std::uint64_t(1) << 18;
     static constexpr std::uint32_t kDefaultOrders = std::uint32_t(1) << 16;
-    // The most resting orders a book can hold: the id table (at most 2^32 slots, at most
-    // half full) holds 2^31 ids.
+    // The most resting orders a book can hold: the id table (at most 2^32 slots, at
+    // most half full) holds 2^31 ids.
     static constexpr std::uint32_t kMaxOrders = std::uint32_t(1) << 31;
 
     // max_orders caps the resting orders (a memory budget): an add that would need one
@@ -632,7 +655,8 @@ public:
     BasicBook(const BasicBook&) = delete;
     BasicBook& operator=(const BasicBook&) = delete;
 
-    // ---- operations: each returns Reason::Ok or the reject reason (book unchanged) ----
+    // ---- operations: each returns Reason::Ok or the reject reason (book unchanged)
+    // ----
 
     // --8<-- [start:add_limit]
     template <class Sink>
@@ -662,9 +686,9 @@ public:
         return add_limit(key_of(id), side, price, qty, sink);
     }
 
-    // The rarer operations (market, reduce, execute, replace) are not inlined: the batch
-    // loop, with only add and cancel inlined, stays small enough for the compiler to keep
-    // its values in registers, and each rare op pays for a call instead.
+    // The rarer operations (market, reduce, execute, replace) are not inlined: the
+    // batch loop, with only add and cancel inlined, stays small enough for the compiler
+    // to keep its values in registers, and each rare op pays for a call instead.
     template <class Sink>
     [[gnu::noinline]] Reason add_market(std::uint64_t id, Side side, std::int64_t qty,
                                         std::uint64_t& unfilled, Sink&& sink) {
@@ -836,17 +860,19 @@ public:
     // The second hint, a few ops later, once that slot is in cache: start loading the
     // node it points to, which a cancel is about to unlink. Only the home slot is
     // looked at, without checking the id: usually it is the id's own order; if not, or
-    // if the slot is empty (a new id), the hint loads a node nobody needs, no harm done.
+    // if the slot is empty (a new id), the hint loads a node nobody needs, no harm
+    // done.
     void prefetch_node(std::uint32_t fp) const {
         std::uint32_t i = ids_.home_node(fp);
         __builtin_prefetch(&pool_[i == kNil ? 0 : i]);  // node 0, not a branch, if empty
     }
     // The third, two ops ahead, once that node is in cache: its queue neighbours, whose
-    // links a cancel rewrites. Same guesswork, same harmlessness: the node read is a live
-    // order's or node 0 (whose links are always kNil or a node index), so every address
-    // formed lies inside the pool. (A prefetch is only a hint, and a compiler may drop it:
-    // GCC 12 at -O3 drops these two from the batch loop, though it keeps each one alone;
-    // the batch loop's listing in chapter 1 counts the prefetches a build really has.)
+    // links a cancel rewrites. Same guesswork, same harmlessness: the node read is a
+    // live order's or node 0 (whose links are always kNil or a node index), so every
+    // address formed lies inside the pool. (A prefetch is only a hint, and a compiler
+    // may drop it: GCC 12 at -O3 drops these two from the batch loop, though it keeps
+    // each one alone; the batch loop's listing in chapter 1 counts the prefetches a
+    // build really has.)
     void prefetch_neighbours(std::uint32_t fp) const {
         std::uint32_t i = ids_.home_node(fp);
         const Node& n = pool_[i == kNil ? 0 : i];
@@ -989,8 +1015,9 @@ private:
     static std::uint32_t key_price(Side side, std::int64_t key) {
         return static_cast<std::uint32_t>(price_key(side, static_cast<std::uint64_t>(key)));
     }
-    // Would an aggressor on `side` with this limit trade against the best opposite level?
-    // (the opposite side's best is at least as good, from its own side, as the limit)
+    // Would an aggressor on `side` with this limit trade against the best opposite
+    // level? (the opposite side's best is at least as good, from its own side, as the
+    // limit)
     bool crosses(Side side, std::uint64_t limit) const {
         Side rest = opposite(side);
         return best_[idx(rest)] >= price_key(rest, limit);
@@ -1017,10 +1044,10 @@ private:
     }
 
     // Without the bitset step: walk the level array from the old best (which just
-    // emptied) towards worse prices to the first level with orders. Called only when the
-    // side has one in the window (the bitset, kept up to date for depth() and window
-    // moves, says so in O(1)), and every level left is worse than the old best, so the
-    // walk stops; the bounds are checked all the same.
+    // emptied) towards worse prices to the first level with orders. Called only when
+    // the side has one in the window (the bitset, kept up to date for depth() and
+    // window moves, says so in O(1)), and every level left is worse than the old best,
+    // so the walk stops; the bounds are checked all the same.
     std::uint64_t scan_levels(Side side) const {
         std::uint64_t off = std::uint64_t(key_price(side, best_[idx(side)])) - base_;
         if (side == Side::Buy) {
@@ -1171,11 +1198,11 @@ private:
 
     // --8<-- [start:outside_level]
     // A new order whose price lies outside the window takes the slow path. If the
-    // window holds no orders, it re-centres on the order. If it holds orders but neither
-    // side's best price (the touch) is among them, the market has moved away and left
-    // them behind: the window's levels go to the far map and the window re-centres on
-    // the touch, so the orders arriving near it are fast again. Otherwise (the touch is
-    // in the window, this price is not) the order goes to the far map.
+    // window holds no orders, it re-centres on the order. If it holds orders but
+    // neither side's best price (the touch) is among them, the market has moved away
+    // and left them behind: the window's levels go to the far map and the window
+    // re-centres on the touch, so the orders arriving near it are fast again. Otherwise
+    // (the touch is in the window, this price is not) the order goes to the far map.
     //
     // Moving m levels costs m map operations, so a move must be paid for first: by as
     // many orders sent to the far map since the last one moved levels. A stream whose
@@ -1276,10 +1303,10 @@ private:
     [[gnu::always_inline]] void remove(std::uint32_t i, std::uint64_t slot) {
         Node& n = pool_[i];
         Level* l = level_of(n.price, n.side);
-        // Which link points at n: the previous node's `next`, or the level's head when n
-        // is the oldest (likewise `prev` / tail). Written as a choice of address and then
-        // one store, which a compiler may turn into a conditional move instead of a
-        // branch (whether a cancelled order is first or last in its queue is random);
+        // Which link points at n: the previous node's `next`, or the level's head when
+        // n is the oldest (likewise `prev` / tail). Written as a choice of address and
+        // then one store, which a compiler may turn into a conditional move instead of
+        // a branch (whether a cancelled order is first or last in its queue is random);
         // whether it does is the compiler's call: chapter 1 shows this build's machine
         // code for it, and its branch-free step measures the difference.
         if constexpr (has(step::kBranchFree)) {

@@ -76,9 +76,9 @@ Side to_side(std::int64_t s) {
 // The per-call API converts its integer arguments itself instead of leaving it to
 // nanobind's casters: a good int costs the same (one PyLong conversion), and a bad one
 // gets the naive twin's one-line TypeError ("order id must be an int in
-// 0..18446744073709551615, got None") instead of nanobind's list of signatures. Like the
-// casters (and naive's operator.index), it takes anything with __index__: numpy integers,
-// bools. The Python names go through nb::sig, so the stubs still say `int`.
+// 0..18446744073709551615, got None") instead of nanobind's list of signatures. Like
+// the casters (and naive's operator.index), it takes anything with __index__: numpy
+// integers, bools. The Python names go through nb::sig, so the stubs still say `int`.
 [[noreturn]] void bad_int(nb::handle h, const char* name, const char* range) {
     std::string msg = std::string(name) + " must be an int in " + range + ", got ";
     msg += nb::repr(h).c_str();
@@ -124,8 +124,8 @@ std::int64_t i64_arg(nb::handle h, const char* name) { return int_arg<std::int64
 
 // A book plus what the bindings need around it: the output vectors of apply() (they
 // move into the numpy arrays it returns, so each batch allocates new ones before its
-// loop starts) and a busy flag, because apply() releases the GIL and another thread must
-// not touch the book meanwhile.
+// loop starts) and a busy flag, because apply() releases the GIL and another thread
+// must not touch the book meanwhile.
 template <class B>
 struct Bound {
     B book;
@@ -148,7 +148,8 @@ struct Bound {
 // --8<-- [start:sinks]
 // Where fills go. A sink that can say how much room it has and make more gets asked,
 // before an order changes anything, for room for every fill the order can make
-// (Book::reserve_fills), so a sink never has to grow, and fail, in the middle of a match.
+// (Book::reserve_fills), so a sink never has to grow, and fail, in the middle of a
+// match.
 struct BatchSink {  // the batch loop's: FillRecords tagged with the op's index
     std::vector<FillRecord>& fills;
     const std::uint32_t& at;
@@ -240,8 +241,8 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
         Reason r;
         std::uint64_t out;
         // The op type is random, so whatever branch picks the code for it is often
-        // mispredicted. Add and cancel, 87% of a realistic stream, are picked out by two
-        // conditional branches before a switch for the other four.
+        // mispredicted. Add and cancel, 87% of a realistic stream, are picked out by
+        // two conditional branches before a switch for the other four.
         bool add = op.op == std::uint8_t(OpCode::Limit);
         if (add || op.op == std::uint8_t(OpCode::Cancel)) {
             if (add) {
@@ -285,10 +286,10 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
 
 // The batch loop of each of chapter 1's book steps, under a plain exported name: the
 // module is stripped of its symbol table, and scripts/asm.py finds these (and the
-// anchors in native/asm_anchors.cpp) in the dynamic symbol table to disassemble them for
-// the book. apply() calls them (once per batch), so the listing is the loop that runs.
-// Declared here, defined with TWINMATCH_RUN_OPS: step 5 (Book) in book_bind.cpp, the
-// others in book_steps_bind.cpp.
+// anchors in native/asm_anchors.cpp) in the dynamic symbol table to disassemble them
+// for the book. apply() calls them (once per batch), so the listing is the loop that
+// runs. Declared here, defined with TWINMATCH_RUN_OPS: step 5 (Book) in book_bind.cpp,
+// the others in book_steps_bind.cpp.
 #define TWINMATCH_EXPORT extern "C" __attribute__((visibility("default"), noinline))
 #define TWINMATCH_RUN_OPS_SIGNATURE(N)                                                         \
     TWINMATCH_EXPORT void twinmatch_book_step##N##_run_ops(                                   \

@@ -110,13 +110,15 @@ public:
             else match(new_id, side, bids_, p, q, sink);
             return Reason::Ok;
         }
-        // The new order's map entries are made before the old order leaves (enter() would
-        // make them before matching anyway): if making them throws, nothing has changed.
+        // The new order's map entries are made before the old order leaves (enter()
+        // would make them before matching anyway): if making them throws, nothing has
+        // changed.
         Pending pending = side == Side::Buy ? make_room(new_id, side, p, q, bids_)
                                             : make_room(new_id, side, p, q, asks_);
-        // Found again: make_room may have rehashed ids_. The old order's level stays if it
-        // is the new order's (it is then the new order's to keep or drop, in finish()).
-        // A replace that keeps its id keeps its entry too (make_room handed it over).
+        // Found again: make_room may have rehashed ids_. The old order's level stays if
+        // it is the new order's (it is then the new order's to keep or drop, in
+        // finish()). A replace that keeps its id keeps its entry too (make_room handed
+        // it over).
         if (remove(ids_.find(old_id), pending.level, new_id != old_id)) pending.new_level = true;
         if (side == Side::Buy) finish(pending, match(new_id, side, asks_, p, q, sink), bids_);
         else finish(pending, match(new_id, side, bids_, p, q, sink), asks_);
@@ -242,9 +244,9 @@ private:
         }
     }
 
-    // A passive order joins its level. Each of the three allocations may throw: what the
-    // ones before it made is undone (the checkpoints sit next to the allocations, on a
-    // path that allocates anyway).
+    // A passive order joins its level. Each of the three allocations may throw: what
+    // the ones before it made is undone (the checkpoints sit next to the allocations,
+    // on a path that allocates anyway).
     template <class Levels>
     void rest(std::uint64_t id, Side side, std::uint32_t price, std::uint32_t qty, Levels& own) {
         alloc_checkpoint();
@@ -267,8 +269,8 @@ private:
         l.total += qty;
     }
 
-    // What a new order will need to rest, made before it matches: its level (perhaps new
-    // and empty), a list node holding it (in a list of its own), its id entry.
+    // What a new order will need to rest, made before it matches: its level (perhaps
+    // new and empty), a list node holding it (in a list of its own), its id entry.
     struct Pending {
         std::list<Order> node;
         Side side;

@@ -10,11 +10,9 @@ and a realistic flow, must give every step the naive twin's fills, rejects and b
 from __future__ import annotations
 
 import html
-import importlib.util
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ from contract.dtypes import OPS_DTYPE
 from optimized.book import BOOK_STEPS, Book, BookStep0, book_step
 from tests.bench.conftest import cached_flow
 from tests.test_book_differential_native import BATCH_OP, STREAMS, call, normalise, state
+from tests.test_docs import load_script
 
 STEPS = range(len(BOOK_STEPS))
 ROOT = Path(__file__).resolve().parent.parent
@@ -131,12 +130,7 @@ def test_scan_without_bitset_finds_the_next_level() -> None:
 def test_figures_ablation_table(tmp_path: Path) -> None:
     """scripts/figures.py turns the ablation records into the chapter's table: steps in
     order, each against the one before (paired), the cumulative effect, the counts."""
-    spec = importlib.util.spec_from_file_location("tm_figures_steps",
-                                                  ROOT / "scripts" / "figures.py")
-    assert spec is not None and spec.loader is not None
-    figures = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = figures  # dataclasses look their module up there
-    spec.loader.exec_module(figures)
+    figures = load_script("figures")
     benches: list[dict[str, Any]] = []
     for i, (name, adds) in enumerate(BOOK_STEPS):
         info = {"ops": 1000, "step": i, "step_name": name, "adds": adds,
@@ -179,21 +173,11 @@ def test_figures_ablation_table(tmp_path: Path) -> None:
     assert (out / "book-ablation-steps.svg").read_text(encoding="utf-8").startswith("<?xml")
 
 
-def _figures() -> Any:
-    spec = importlib.util.spec_from_file_location("tm_figures_verdict",
-                                                  ROOT / "scripts" / "figures.py")
-    assert spec is not None and spec.loader is not None
-    figures = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = figures
-    spec.loader.exec_module(figures)
-    return figures
-
-
 def test_figures_ablation_verdict_from_paired_data() -> None:
     """A step whose paired IQR contains 1.0 is "no measurable effect", never a gain; the
     cumulative column multiplies the paired ratios (and draws per-pair ratios for its
     range), so a slower median can never contradict a faster product."""
-    figures = _figures()
+    figures = load_script("figures")
 
     def step(i: int, per_op: float, ratios: list[float] | None) -> Any:
         paired = None

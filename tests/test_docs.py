@@ -94,13 +94,18 @@ def test_twin_tabs_are_labelled_exactly() -> None:
 # ---------------------------------------------------------------------------- figures.py
 
 
-def _figures() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("tm_figures", ROOT / "scripts" / "figures.py")
+def load_script(name: str) -> ModuleType:
+    """scripts/<name>.py as a module (scripts/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(f"tm_{name}", ROOT / "scripts" / f"{name}.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
+    sys.modules[spec.name] = module  # dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
+
+
+def _figures() -> ModuleType:
+    return load_script("figures")
 
 
 @pytest.fixture(scope="module")
@@ -193,3 +198,31 @@ def test_fixture_is_never_the_reference() -> None:
     reference = CHAPTERS / "generated" / "bench-reference.json"
     if reference.exists():
         assert "FIXTURE" not in reference.read_text(encoding="utf-8")
+
+
+def test_snippets_fit_the_page() -> None:
+    """Every listing is at most 40 lines and 88 columns. The snippets that were larger when
+    this check arrived are listed in tests/data/snippet-debt.json with their size then:
+    they may shrink, never grow, and one that fits must leave the list (it only shrinks)."""
+    snippets = load_script("snippets")
+    debt = json.loads((ROOT / "tests" / "data" / "snippet-debt.json").read_text("utf-8"))
+    problems = []
+    found = {s.key: s for s in snippets.snippets()}
+    for key, s in found.items():
+        if not s.oversize:
+            if key in debt:
+                problems.append(f"{key} now fits ({s.lines} lines, {s.columns} columns): "
+                                "remove it from tests/data/snippet-debt.json")
+            continue
+        if key not in debt:
+            problems.append(f"{key}: {s.lines} lines, {s.columns} columns (limit "
+                            f"{snippets.MAX_LINES} x {snippets.MAX_COLUMNS}): split it")
+            continue
+        lines, columns = debt[key]
+        if s.lines > max(lines, snippets.MAX_LINES) or s.columns > max(columns,
+                                                                        snippets.MAX_COLUMNS):
+            problems.append(f"{key} grew to {s.lines} lines, {s.columns} columns "
+                            f"(recorded {lines} x {columns})")
+    problems += [f"{key}: listed in snippet-debt.json but no page includes it"
+                 for key in debt if key not in found]
+    assert not problems, "\n".join(problems)

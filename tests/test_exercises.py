@@ -155,3 +155,22 @@ def test_broken_starter_breaks_only_its_exercise(tmp_path: Path) -> None:
     with pytest.raises(exercise_support.NativeBuildError, match=r"op_record\.hpp:\d+") as err:
         exercise_support.build_native({ex.id: broken})
     assert "the header of 02_boundary/op_record" in str(err.value)
+
+
+def test_a_sanitizer_report_is_shown_from_its_head() -> None:
+    """A failed C++ checker shows the sanitizer's first lines (the error and the frame that
+    names the learner's line), not the tail of a long report."""
+    sys.path.insert(0, str(ROOT / "exercises"))
+    try:
+        report_head = importlib.import_module("exercise_support").report_head
+    finally:
+        sys.path.remove(str(ROOT / "exercises"))
+    frames = "".join(f"    #{i} 0x{i:x} in helper{i} lib.cpp:{i}\n" for i in range(300))
+    asan = ("noise before\n==4242==ERROR: AddressSanitizer: heap-buffer-overflow on address\n"
+            "    #0 0x1 in push starter/ring.hpp:17\n" + frames + "SUMMARY: AddressSanitizer\n")
+    shown = report_head(asan, 400)
+    assert shown.startswith("==4242==ERROR: AddressSanitizer") and "ring.hpp:17" in shown
+    assert "SUMMARY" not in shown and shown.endswith("cut ...]")
+    ubsan = "ok\nring.hpp:9:5: runtime error: signed integer overflow\n"
+    assert report_head(ubsan).startswith("ring.hpp:9:5: runtime error")
+    assert report_head("x" * 5000 + "END", 100).endswith("END")  # not a sanitizer: the tail

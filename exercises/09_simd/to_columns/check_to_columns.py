@@ -17,6 +17,7 @@ from exercise_support import (
     compile_cpp,
     impl_dir,
     paired_ratio,
+    report_head,
     run_program,
 )
 
@@ -71,7 +72,7 @@ def d1_misses(exe: Path, stdin: str, function: str) -> int:
                            f"--toggle-collect={function}", f"--callgrind-out-file={out}",
                            str(exe)], input=stdin, capture_output=True, text=True,
                           timeout=300, check=False)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode == 0, report_head(proc.stderr, 3000)
     names: list[str] = []
     for line in out.read_text().splitlines():
         if line.startswith("events:"):

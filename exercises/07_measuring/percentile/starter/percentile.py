@@ -8,8 +8,9 @@ def percentile(counts: list[int], width_ns: int, overflow: int, maximum: int, p:
 
     Bucket i of ``counts`` holds the values in [i * width_ns, (i + 1) * width_ns);
     ``overflow`` values were past the last bucket; ``maximum`` is the largest value.
-    Answer: the upper edge of the bucket holding the ceil(p/100 * n)-th smallest value,
-    but never more than ``maximum``; in the overflow bucket, ``maximum``. 0 when empty.
+    Answer: the largest value the bucket holding the ceil(p/100 * n)-th smallest value
+    can hold ((i + 1) * width_ns - 1: the twins' rule, chapter 7), but never more than
+    ``maximum``; in the overflow bucket, ``maximum``. 0 when empty.
     """
     # TODO: the mean is not a percentile. Find the rank, then walk the buckets until
     # that many values have been seen.

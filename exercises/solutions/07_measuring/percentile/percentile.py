@@ -8,8 +8,9 @@ def percentile(counts: list[int], width_ns: int, overflow: int, maximum: int, p:
 
     Bucket i of ``counts`` holds the values in [i * width_ns, (i + 1) * width_ns);
     ``overflow`` values were past the last bucket; ``maximum`` is the largest value.
-    Answer: the upper edge of the bucket holding the ceil(p/100 * n)-th smallest value,
-    but never more than ``maximum``; in the overflow bucket, ``maximum``. 0 when empty.
+    Answer: the largest value the bucket holding the ceil(p/100 * n)-th smallest value
+    can hold ((i + 1) * width_ns - 1: the twins' rule, chapter 7), but never more than
+    ``maximum``; in the overflow bucket, ``maximum``. 0 when empty.
     The rank is computed in integers (p as parts per million): in floating point,
     99.9 / 100 * 1000 is 999.0000000000001, whose ceiling is the 1,000th value.
     """
@@ -22,5 +23,5 @@ def percentile(counts: list[int], width_ns: int, overflow: int, maximum: int, p:
     for i, c in enumerate(counts):
         seen += c
         if seen >= rank:
-            return min(maximum, (i + 1) * width_ns)
+            return min(maximum, (i + 1) * width_ns - 1)
     return maximum
