@@ -188,7 +188,7 @@ public:
     BasicNodePool(std::uint32_t capacity, std::uint32_t limit) : limit_(std::max<std::uint32_t>(limit, 1)) {
         reserve(std::clamp<std::uint32_t>(capacity, std::min<std::uint32_t>(16, limit_), limit_));
         // Node 0 is what the batch loop's hints read when they find no order (see
-        // Book::prefetch_neighbours): give it defined links before it is ever handed
+        // Book::prefetch_node): give it defined links before it is ever handed
         // out.
         nodes_[0] = Node{0, 0, 0, kNil, kNil, 0, Side::Buy, {}};
     }
@@ -866,19 +866,9 @@ public:
         std::uint32_t i = ids_.home_node(fp);
         __builtin_prefetch(&pool_[i == kNil ? 0 : i]);  // node 0, not a branch, if empty
     }
-    // The third, two ops ahead, once that node is in cache: its queue neighbours, whose
-    // links a cancel rewrites. Same guesswork, same harmlessness: the node read is a
-    // live order's or node 0 (whose links are always kNil or a node index), so every
-    // address formed lies inside the pool. (A prefetch is only a hint, and a compiler
-    // may drop it: GCC 12 at -O3 drops these two from the batch loop, though it keeps
-    // each one alone; the batch loop's listing in chapter 1 counts the prefetches a
-    // build really has.)
-    void prefetch_neighbours(std::uint32_t fp) const {
-        std::uint32_t i = ids_.home_node(fp);
-        const Node& n = pool_[i == kNil ? 0 : i];
-        __builtin_prefetch(&pool_[n.prev == kNil ? 0 : n.prev]);
-        __builtin_prefetch(&pool_[n.next == kNil ? 0 : n.next]);
-    }
+    // (An earlier version had a third hint, two ops ahead, for the node's queue
+    // neighbours. GCC 12 at -O3 left both of its prefetches out of the batch loop, so
+    // it measured nothing; it was removed rather than credited.)
     // --8<-- [end:prefetch]
 
     // --8<-- [start:for_each_order]

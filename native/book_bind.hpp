@@ -185,21 +185,19 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
              std::vector<RejectRecord>& rejects, std::uint32_t& at) {
     // How far ahead to prefetch an id's hash slot: far enough for a load from memory
     // to arrive, near enough that the line is still cached when the op comes round.
-    // Then, kNodeAhead ops ahead, the order node that slot points to, and kNextAhead
-    // ahead that node's queue neighbours (the nodes mostly sit in L2 already, but an
-    // L1 miss still costs cycles, and a cancel's loads depend on each other: slot,
-    // node, links).
+    // Then, kNodeAhead ops ahead, the order node that slot points to (the nodes mostly
+    // sit in L2 already, but an L1 miss still costs cycles, and a cancel's loads depend
+    // on each other: slot, node, links).
     constexpr std::size_t kSlotAhead = 16;
     constexpr std::size_t kNodeAhead = 4;
-    constexpr std::size_t kNextAhead = 2;  // the node's queue neighbours
     constexpr std::size_t kOpsAhead = 4096 / sizeof(OpRecord);  // one page ahead
     // Book (not MapBook) hashes each id once, kSlotAhead ops early, and keeps the
     // fingerprint in a small ring until the op itself comes round. If an add makes the
     // id table re-key (see IdHash), every fingerprint changes: the ring is refilled.
     constexpr bool kHinted = requires { book.prefetch_slot(0u); };
     constexpr std::size_t kRing = 32;  // a power of two > kSlotAhead
-    static_assert(std::has_single_bit(kRing) && kRing > kSlotAhead && kSlotAhead > kNodeAhead &&
-                  kNodeAhead > kNextAhead);
+    static_assert(std::has_single_bit(kRing) && kRing > kSlotAhead &&
+                  kSlotAhead > kNodeAhead);
     std::uint32_t fps[kRing];
     std::uint64_t epoch = 0;
     if constexpr (kHinted) {
@@ -230,7 +228,6 @@ void run_ops(B& book, const OpRecord* ops, std::size_t n, std::vector<FillRecord
                 book.prefetch_slot(fp);
             }
             if (k + kNodeAhead < n) book.prefetch_node(fps[(k + kNodeAhead) % kRing]);
-            if (k + kNextAhead < n) book.prefetch_neighbours(fps[(k + kNextAhead) % kRing]);
         }
         const OpRecord& op = ops[k];
         auto key = [&] {

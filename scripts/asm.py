@@ -68,6 +68,10 @@ LISTINGS = (
             "price_key() before the branch-free step: side == Buy ? price : -price"),
     Listing("book-side-key-branch-free", "twinmatch_asm_side_key_branch_free",
             "price_key() in Book: (price ^ -side) + side"),
+    Listing("book-cancel-branchy", "twinmatch_asm_cancel_branchy",
+            "Book::cancel() before the branch-free step (if/else on two stores), the part "
+            "around the unlink's two link choices",
+            focus=r"cmp\s+\w+,\s*0xffffffff", occurrence=2),
     Listing("book-cancel-branch-free", "twinmatch_asm_cancel_branch_free",
             "Book::cancel(): hash probe, unlink from the level's queue, free the node "
             "(the part around the unlink's two link choices)",

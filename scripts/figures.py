@@ -411,6 +411,9 @@ def targets_html(results: list[dict[str, Any]], data: dict[str, Any], label: str
             ratio = target_ratio(r["ratio"], r.get("bound", 0.0))
             measured = (f"{ratio} <small>(IQR {fmt_ratio(r['q1'])}–"
                         f"{fmt_ratio(r['q3'])})</small> ({need})")
+            cpu = targets.cpu_text(r)
+            if cpu:
+                measured += f"<br><small>{e(cpu)}</small>"
             detail = (f"{r['pairs']} pairs; {fmt_time(r['fast_s_per_op'])} / "
                       f"{fmt_time(r['slow_s_per_op'])}<br><small>{e(r['fast'])} / "
                       f"{e(r['slow'])}</small>")

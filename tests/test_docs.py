@@ -226,3 +226,30 @@ def test_snippets_fit_the_page() -> None:
     problems += [f"{key}: listed in snippet-debt.json but no page includes it"
                  for key in debt if key not in found]
     assert not problems, "\n".join(problems)
+
+
+def test_paired_records_keep_cpu_time_and_targets_judge_it() -> None:
+    """A paired record keeps each side's CPU time beside its wall time (threads and waited
+    children included); a target with a CPU bound fails when the wall-clock lead is only a
+    second core's, and when the run kept no CPU figures."""
+    from tests.bench.paired import Side, summarize
+
+    fast, slow = Side("two-threads", lambda _: None), Side("one-thread", lambda _: None)
+    # Twice as fast by the wall clock, but the same CPU seconds (two cores busy).
+    record = summarize("tables-day-vs-itchbook", fast, slow, [1.0] * 11, [2.0] * 11, 1,
+                       [2.0] * 11, [2.0] * 11)
+    assert record["median"] == 2.0 and record["cpu_median"] == 1.0
+    targets = load_script("targets")
+    run = {"benchmarks": [{"extra_info": {"paired": record}}]}
+    [result] = [r for r in targets.evaluate(run) if r["key"] == "tables-day-vs-itchbook"]
+    assert result["status"] == "pass" and result["cpu_ratio"] == 1.0  # bound 1.5 wall, 1.0 CPU
+    record = summarize("tables-day-vs-itchbook", fast, slow, [1.0] * 11, [2.0] * 11, 1,
+                       [3.0] * 11, [2.0] * 11)
+    run = {"benchmarks": [{"extra_info": {"paired": record}}]}
+    [result] = [r for r in targets.evaluate(run) if r["key"] == "tables-day-vs-itchbook"]
+    assert result["status"] == "FAIL"  # faster by the wall clock, but more CPU
+    assert "CPU time 0.67x" in targets.describe(result)[0]
+    del record["cpu_median"]
+    [result] = [r for r in targets.evaluate(run) if r["key"] == "tables-day-vs-itchbook"]
+    assert result["status"] == "FAIL"
+    assert "CPU time not measured" in targets.describe(result)[0]

@@ -938,3 +938,17 @@ def test_replay_reads_stdin_and_fifos(tmp_path: Path, twin: str) -> None:
         writer.join(timeout=60)
         assert {k: from_fifo[k] for k in keys} == {k: want[k] for k in keys}, name
         assert want["messages"] > 0
+
+
+def test_sum_bytes_is_the_sum_of_words_at_every_length_and_offset() -> None:
+    """The bandwidth ceiling's kernel (several accumulators, wide loads, a tail) adds the
+    same 8-byte words as a plain loop would, whatever the length and alignment."""
+    rng = np.random.default_rng(7)
+    data = rng.integers(0, 256, 1_200, dtype=np.uint8).tobytes()
+    for start in range(0, 9):
+        for n in (*range(0, 300), 511, 512, 513, 1_000):
+            chunk = data[start:start + n]
+            words = len(chunk) // 8
+            want = sum(int.from_bytes(chunk[8 * k:8 * k + 8], "little") for k in range(words))
+            want += sum(chunk[8 * words:])
+            assert optimized_itch.sum_bytes(chunk) == want % 2**64, (start, n)

@@ -18,6 +18,12 @@ whole pair (A + B), which is why figures.py leaves paired records out of the gro
 A side's ``run`` may return a time it measured itself (seconds, e.g. a loop timed inside
 C++); otherwise the wall time of the call is used.
 
+Beside each wall time the record keeps the CPU time the side used (this process's, all
+its threads, plus any child processes it waited for), and the CPU ratios with their
+median and quartiles. A side that runs two threads on two cores can be twice as fast by
+the wall clock and no faster in CPU time: that is a lead a reader with one free core will
+not see, so a multi-threaded row shows both.
+
 At ``TWINMATCH_BENCH_SCALE=small`` (the smoke run of ``make test``: a check that every
 benchmark still runs and agrees with the naive twin, not a measurement) a paired test runs
 SMOKE_PAIRS pairs; the 11-pair minimum holds for every real run.
@@ -26,6 +32,7 @@ SMOKE_PAIRS pairs; the 11-pair minimum holds for every real run.
 from __future__ import annotations
 
 import os
+import resource
 import statistics
 import time
 from collections.abc import Callable
@@ -66,18 +73,36 @@ def quartiles(values: list[float]) -> tuple[float, float, float]:
     return at(0.25), at(0.5), at(0.75)
 
 
-def _timed(side: Side, state: Any) -> float:
+def cpu_seconds() -> float:
+    """CPU time so far: this process (every thread) and the children it has waited for."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def _timed(side: Side, state: Any) -> tuple[float, float]:
+    """(seconds the side took: its own figure or the wall time; CPU seconds it used)."""
+    cpu = cpu_seconds()
     start = time.perf_counter()
     own = side.run(state)
     wall = time.perf_counter() - start
-    return wall if own is None else float(own)
+    return (wall if own is None else float(own)), cpu_seconds() - cpu
 
 
 def summarize(key: str, fast: Side, slow: Side, fast_s: list[float], slow_s: list[float],
-              warmup: int) -> dict[str, Any]:
-    """The record paired() stores: times, per-pair ratios, median and quartiles."""
+              warmup: int, fast_cpu: list[float] | None = None,
+              slow_cpu: list[float] | None = None) -> dict[str, Any]:
+    """The record paired() stores: times, per-pair ratios, median and quartiles (and the
+    same of the CPU times, where every pair used measurable CPU on both sides)."""
     ratios = [(s / slow.ops) / (f / fast.ops) for f, s in zip(fast_s, slow_s, strict=True)]
     q1, median, q3 = quartiles(ratios)
+    cpu: dict[str, Any] = {}
+    if fast_cpu and slow_cpu and all(f > 0 and s > 0 for f, s in zip(fast_cpu, slow_cpu,
+                                                                        strict=True)):
+        cpu_ratios = [(s / slow.ops) / (f / fast.ops)
+                      for f, s in zip(fast_cpu, slow_cpu, strict=True)]
+        c1, cm, c3 = quartiles(cpu_ratios)
+        cpu = {"fast_cpu_s": fast_cpu, "slow_cpu_s": slow_cpu, "cpu_ratios": cpu_ratios,
+               "cpu_median": cm, "cpu_q1": c1, "cpu_q3": c3}
     return {
         "key": key,
         "fast": fast.name,
@@ -94,6 +119,7 @@ def summarize(key: str, fast: Side, slow: Side, fast_s: list[float], slow_s: lis
         "slow_s_per_op": statistics.median(slow_s) / slow.ops,
         "pairs": len(ratios),
         "warmup": warmup,
+        **cpu,
     }
 
 
@@ -113,16 +139,21 @@ def paired(benchmark: Any, key: str, fast: Side, slow: Side, pairs: int = MIN_PA
         slow.run(slow.setup())
     fast_s: list[float] = []
     slow_s: list[float] = []
+    fast_cpu: list[float] = []
+    slow_cpu: list[float] = []
 
     def setup() -> tuple[tuple[Any, Any], dict[str, Any]]:
         return (fast.setup(), slow.setup()), {}
 
     def one_pair(fast_state: Any, slow_state: Any) -> None:
-        fast_s.append(_timed(fast, fast_state))
-        slow_s.append(_timed(slow, slow_state))
+        for side, state, times, cpus in ((fast, fast_state, fast_s, fast_cpu),
+                                         (slow, slow_state, slow_s, slow_cpu)):
+            took, cpu = _timed(side, state)
+            times.append(took)
+            cpus.append(cpu)
 
     benchmark.pedantic(one_pair, setup=setup, rounds=pairs, iterations=1)
-    record = summarize(key, fast, slow, fast_s, slow_s, warmup)
+    record = summarize(key, fast, slow, fast_s, slow_s, warmup, fast_cpu, slow_cpu)
     benchmark.extra_info.update(info)
     benchmark.extra_info["paired"] = record
     return record

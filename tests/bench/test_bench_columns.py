@@ -14,7 +14,8 @@ median price of its adds. What each implementation's time includes:
 * cpp-avx2 / cpp-avx512   the SIMD kernels over the same columns (each only where the CPU
                  has it).
 * ceiling-aos / ceiling-soa   the bandwidth ceiling: one C++ sequential read (summing
-                 8-byte words, ``optimized.itch.sum_bytes``) of as many bytes as the AoS
+                 8-byte words into four independent wide accumulators,
+                 ``optimized.itch.sum_bytes``) of as many bytes as the AoS
                  filter reads (the whole array) or the SoA filter reads (its three columns).
 
 A C++ call over N rows takes well under a millisecond at full scale, so the C++ sides call

@@ -18,7 +18,8 @@ naive twin. The day is drawn once and kept in out/cache. What each one includes:
              (itch_release_pool), so each call writes a new block and takes its page faults.
 * itchfeed   itchfeed's pure-Python MessageParser.parse_stream, one object per message.
 * itchcpp    itchfeed's C++ backend (itchcpp), same API: still one Python object a message.
-* sum_bytes  the bandwidth ceiling: one C++ pass summing the buffer as 8-byte words.
+* sum_bytes  the bandwidth ceiling: one C++ pass summing the buffer as 8-byte words into
+             four independent wide accumulators (not one chain of dependent adds).
 
 None includes file I/O or decompression: the buffer is already in memory.
 ``extra_info`` carries bytes and messages so scripts can compute throughput and ratios.
