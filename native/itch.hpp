@@ -529,7 +529,7 @@ inline ScanResult scan(const std::uint8_t* buf, std::size_t n, ItchEvent* out,
 // bytes, mod 2^64). The adds go to several independent accumulators: with one, each add
 // waits for the one before it, and the loop measures the add's latency (one 8-byte word
 // per cycle or so), not what memory can deliver. Wide loads (16 bytes with SSE2, which
-// every x86-64 has; 32 with AVX2, picked at run time) make it fewer instructions a byte.
+// every x86-64 has; 32 with AVX2, picked at run time) need fewer instructions a byte.
 inline std::uint64_t sum_tail(const std::uint8_t* buf, std::size_t i, std::size_t n,
                               std::uint64_t s) {
     for (; i + 8 <= n; i += 8) {
@@ -540,9 +540,11 @@ inline std::uint64_t sum_tail(const std::uint8_t* buf, std::size_t i, std::size_
     for (; i < n; ++i) s += buf[i];
     return s;
 }
+// --8<-- [end:sum_bytes]
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-__attribute__((target("avx2"))) inline std::uint64_t sum_bytes_avx2(const std::uint8_t* buf,
-                                                                      std::size_t n) {
+// --8<-- [start:sum_bytes_avx2]
+__attribute__((target("avx2")))
+inline std::uint64_t sum_bytes_avx2(const std::uint8_t* buf, std::size_t n) {
     __m256i a = _mm256_setzero_si256(), b = a, c = a, d = a;  // four independent chains
     std::size_t i = 0;
     for (; i + 128 <= n; i += 128) {
@@ -554,10 +556,11 @@ __attribute__((target("avx2"))) inline std::uint64_t sum_bytes_avx2(const std::u
         d = _mm256_add_epi64(d, _mm256_loadu_si256(p + 3));
     }
     alignas(32) std::uint64_t lanes[4];
-    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes),
-                       _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d)));
+    __m256i all = _mm256_add_epi64(_mm256_add_epi64(a, b), _mm256_add_epi64(c, d));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), all);
     return sum_tail(buf, i, n, lanes[0] + lanes[1] + lanes[2] + lanes[3]);
 }
+// --8<-- [end:sum_bytes_avx2]
 inline std::uint64_t sum_bytes_sse2(const std::uint8_t* buf, std::size_t n) {
     __m128i a = _mm_setzero_si128(), b = a, c = a, d = a;
     std::size_t i = 0;
@@ -574,6 +577,7 @@ inline std::uint64_t sum_bytes_sse2(const std::uint8_t* buf, std::size_t n) {
     return sum_tail(buf, i, n, lanes[0] + lanes[1]);
 }
 #endif
+// --8<-- [start:sum_bytes_dispatch]
 inline std::uint64_t sum_bytes(const std::uint8_t* buf, std::size_t n) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     static const bool avx2 = __builtin_cpu_supports("avx2");
@@ -591,6 +595,6 @@ inline std::uint64_t sum_bytes(const std::uint8_t* buf, std::size_t n) {
     return sum_tail(buf, i, n, s[0] + s[1] + s[2] + s[3]);
 #endif
 }
-// --8<-- [end:sum_bytes]
+// --8<-- [end:sum_bytes_dispatch]
 
 }  // namespace twinmatch::itch
