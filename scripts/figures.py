@@ -1027,12 +1027,14 @@ def layouts_table_html(workload: str, recs: dict[tuple[str, str], dict[str, Any]
                        label: str) -> str:
     """One workload's table: a row per layout; a row the run lacks says so."""
     e = html.escape
-    cols = ("p50", "p99", "p99.9", "Mops/s", "instr/op", "D1 miss/op", "LL miss/op")
+    cols = ("p50", "p99", "p99.9", "page faults", "Mops/s", "instr/op", "D1 miss/op",
+            "LL miss/op")
     lines = [f'<div class="tm-bench" data-group="{LAYOUTS_GROUP}-{e(workload)}">', "<table>",
              f"<caption>Workload <code>{e(workload)}</code>: latency per operation (ns, from a "
-             "histogram of TSC-stamped single operations, the timer's own cost subtracted), "
-             "throughput of the batch loop, and callgrind's counts per operation (simulated "
-             "cache; deterministic).</caption>",
+             "histogram of TSC-stamped single operations, the timer's own cost subtracted, "
+             "on a fresh book), the minor page faults taken during that pass (a tail can be "
+             "a fault, not the layout), throughput of the batch loop, and callgrind's counts "
+             "per operation (simulated cache; deterministic).</caption>",
              "<thead><tr><th>layout</th>" + "".join(f"<th>{c}</th>" for c in cols)
              + "</tr></thead>", "<tbody>"]
     for layout, name in LAYOUT_ROWS:
@@ -1044,6 +1046,9 @@ def layouts_table_html(workload: str, recs: dict[tuple[str, str], dict[str, Any]
         lat = rec.get("latency") or {}
         vg = rec.get("valgrind") or {}
         cells = [_sig(float(lat[k])) if k in lat else "—" for k in ("p50_ns", "p99_ns", "p999_ns")]
+        # Minor faults during the latency pass (a fresh book touching its pages): a p99.9
+        # that is a page fault is not the layout's; "—" in runs that did not count them.
+        cells.append(f"{int(lat['minor_faults']):,}" if "minor_faults" in lat else "—")
         cells.append(_sig(float(rec["mops"])) if "mops" in rec else "—")
         cells += [_sig(float(vg[k])) if k in vg else "—" for k in ("Ir", "D1", "LL")]
         lines.append(f"<tr>{head}" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
