@@ -65,9 +65,11 @@ class BroadcastRing {
 public:
     BroadcastRing(std::size_t capacity, std::size_t readers)
         : mask_(checked_ring_capacity(capacity, "capacity") - 1), n_(readers),
-          readers_(std::make_unique<Reader[]>(readers)), slots_(capacity) {
+          readers_(std::make_unique<Reader[]>(readers)), slots_(allocate(capacity)) {
         if (readers == 0 || readers > kMaxShardWorkers)
             throw std::invalid_argument("readers must be 1..64");
+        if (reinterpret_cast<std::uintptr_t>(slots_.get()) % kCacheLine != 0)
+            throw std::logic_error("broadcast ring slots not line aligned");  // never: new aligns
     }
 
     std::size_t capacity() const { return mask_ + 1; }
@@ -100,6 +102,8 @@ public:
         return true;
     }
 
+    const void* slots_address() const { return slots_.get(); }  // tests check alignment
+
     std::uint64_t read_count(std::size_t r) const {  // items reader r has finished with
         return readers_[r].seq.load(std::memory_order_acquire);
     }
@@ -125,7 +129,18 @@ private:
     alignas(kCacheLine) const std::uint64_t mask_;
     const std::size_t n_;
     std::unique_ptr<Reader[]> readers_;
-    std::vector<T> slots_;
+    // The slots start on a cache line (operator new with an alignment, as SpscRing's):
+    // a std::vector's started 16 bytes into one, so each 64-byte slot spanned two lines
+    // and the writer filling slot k shared a line with readers still reading slot k-1.
+    struct AlignedDelete {
+        void operator()(T* p) const { ::operator delete[](p, std::align_val_t{kCacheLine}); }
+    };
+    static T* allocate(std::size_t n) {
+        T* p = static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{kCacheLine}));
+        std::uninitialized_value_construct_n(p, n);  // zeroed; trivial: nothing to destroy
+        return p;
+    }
+    std::unique_ptr<T[], AlignedDelete> slots_;
 };
 // --8<-- [end:broadcast_ring]
 

@@ -91,6 +91,14 @@ void register_shard(nb::module_& m) {
     m.def("broadcast_stress", &broadcast_stress, "items"_a, "capacity"_a, "readers"_a,
           "items 0..items-1 through a BroadcastRing to `readers` threads:\n"
           "(items each reader saw, every reader saw them in order).");
+    m.def(
+        "broadcast_slots_offset",
+        [](std::size_t capacity, std::size_t readers) {
+            BroadcastRing<ShardSlot> ring(capacity, readers);
+            return reinterpret_cast<std::uintptr_t>(ring.slots_address()) % kCacheLine;
+        },
+        "capacity"_a, "readers"_a,
+        "Where a new broadcast ring's slots start, modulo 64 bytes (0: line aligned).");
     nb::class_<BoundShard>(m, "Shard", "One writer, N book workers (native/shard.hpp).")
         .def(
             "__init__",

@@ -7,13 +7,14 @@ from __future__ import annotations
 import importlib
 import os
 import random
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
 from contract.itch_errors import ItchError
-from contract.shard import WORKERS_MAX, default_workers, merge_books_csv, owner
+from contract.shard import WORKERS_MAX, default_workers, merge_books_csv, owner, usable_cpus
 from naive.itch import AddOrder, OrderDelete, OrderExecuted, OrderReplace, frame
 from optimized import _native
 from twinmatch.gen import market_day_bytes, write_itch_flow
@@ -209,6 +210,15 @@ def test_broadcast_ring_every_reader_sees_every_item_in_order(readers: int) -> N
         assert in_order
 
 
+@pytest.mark.parametrize("capacity", [2, 64, 1024, 1 << 16])
+def test_broadcast_ring_slots_start_on_a_cache_line(capacity: int) -> None:
+    """A ShardSlot is 64 bytes: one event per line only if the first slot starts on a
+    line (a std::vector of them started 16 bytes into one, so every slot straddled two
+    lines and neighbours shared one between the writer and the readers)."""
+    for readers in (1, 3):
+        assert _native.broadcast_slots_offset(capacity, readers) == 0
+
+
 def test_shard_stress_tiny_rings_more_threads_than_cpus(day: bytes) -> None:
     """Four workers and a writer on (here) two CPUs, rings of 2 slots: every wait is
     taken many times, and the run still ends with every event counted exactly. (Not
@@ -276,9 +286,53 @@ def test_owner_same_in_both_languages() -> None:
 
 
 def test_default_workers_follow_the_affinity_mask() -> None:
-    assert default_workers() == max(1, len(os.sched_getaffinity(0)) - 1)
+    assert 1 <= usable_cpus() <= len(os.sched_getaffinity(0))
+    assert default_workers() == max(1, usable_cpus() - 1)
     for impl in IMPLS:
         assert importlib.import_module(f"{impl}.shard").Shard().workers == default_workers()
+
+
+def fake_cgroups(tmp_path: Path, v2_max: str | None, v1: tuple[str, str] | None) -> None:
+    """A /proc/self/cgroup and a cgroup tree under tmp_path: v2 (a quota on the parent
+    of this process's cgroup) and/or v1 (cpu,cpuacct)."""
+    lines = []
+    if v2_max is not None:
+        (tmp_path / "fs" / "a" / "b").mkdir(parents=True)
+        (tmp_path / "fs" / "a" / "cpu.max").write_text(v2_max + "\n")
+        (tmp_path / "fs" / "a" / "b" / "cpu.max").write_text("max 100000\n")
+        lines.append("0::/a/b")
+    if v1 is not None:
+        d = tmp_path / "fs" / "cpu,cpuacct" / "x"
+        d.mkdir(parents=True)
+        (d / "cpu.cfs_quota_us").write_text(v1[0] + "\n")
+        (d / "cpu.cfs_period_us").write_text(v1[1] + "\n")
+        lines.insert(0, "3:cpu,cpuacct:/x")
+    (tmp_path / "cgroup").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(("v2_max", "v1", "cpus"), [
+    ("150000 100000", None, 2),         # 1.5 CPUs of time: 2 busy threads at most
+    ("max 100000", None, 8),            # no quota: the affinity mask
+    (None, ("300000", "100000"), 3),    # cgroup v1
+    (None, ("-1", "100000"), 8),        # v1, no quota
+    ("50000 100000", ("-1", "100000"), 1),
+])
+def test_default_workers_honour_the_cgroup_cpu_quota(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, v2_max: str | None,
+        v1: tuple[str, str] | None, cpus: int) -> None:
+    """A container's CPU quota (cgroup cpu.max, or v1's cfs quota) caps the CPUs a
+    process can keep busy, whatever its affinity mask says: 8 CPUs in the mask, a
+    quota of 1.5 CPUs -> 2 usable -> 1 book worker."""
+    import contract.shard as cs
+
+    fake_cgroups(tmp_path, v2_max, v1)
+    monkeypatch.setattr(cs, "PROC_CGROUP", tmp_path / "cgroup")
+    monkeypatch.setattr(cs, "CGROUP_ROOT", tmp_path / "fs")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    assert cs.usable_cpus() == cpus
+    assert cs.default_workers() == max(1, cpus - 1)
+    for impl in IMPLS:
+        assert importlib.import_module(f"{impl}.shard").Shard().workers == max(1, cpus - 1)
 
 
 def test_merge_books_csv_orders_by_locate() -> None:
