@@ -185,7 +185,6 @@ void register_shard(nb::module_& m) {
                 d["by_type"] = std::vector<std::uint64_t>(s.by_type().begin(), s.by_type().end());
                 d["wait"] = s.wait_kind() == WaitKind::Spin ? "spin" : "spin-then-yield";
                 d["cpus"] = s.cpus();
-                std::uint64_t conflicts = w.conflicts;
                 nb::list per;
                 for (std::size_t i = 0; i < s.built(); ++i) {  // none when writer_only
                     const ShardWorkerStats& ws = s.worker_stats(i);
@@ -195,11 +194,11 @@ void register_shard(nb::module_& m) {
                     one["foreign"] = ws.foreign;
                     one["waits"] = ws.waits;
                     one["live_orders"] = s.market(i).live_orders();
+                    one["duplicates"] = ws.dups;
                     per.append(one);
-                    conflicts += ws.conflicts;
                 }
                 d["workers"] = per;
-                d["conflicts"] = conflicts;
+                d["conflicts"] = w.conflicts;
                 return d;
             },
             nb::sig("def stats(self) -> dict[str, typing.Any]"),
