@@ -1573,7 +1573,9 @@ def broadcast_stress(items: int, capacity: int, readers: int) -> tuple[list[int]
     """
 
 def broadcast_slots_offset(capacity: int, readers: int) -> int:
-    """Where a new broadcast ring's slots start, modulo 64 bytes (0: line aligned)."""
+    """
+    Where a new broadcast ring's slots start, modulo 64 bytes (0: line aligned).
+    """
 
 class Shard:
     """One writer, N book workers (native/shard.hpp)."""
