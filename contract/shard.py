@@ -62,7 +62,6 @@ def _quota_in(directory: Path, v2: bool) -> float | None:
         return None
 
 
-# --8<-- [start:cpu_quota]
 def cpu_quota() -> float | None:
     """How many CPUs' worth of time the cgroup CPU quota gives this process (containers
     set one; ``os.sched_getaffinity`` does not see it), or None if none is set: the
@@ -95,9 +94,10 @@ def cpu_quota() -> float | None:
     return tightest
 
 
+# --8<-- [start:usable_cpus]
 def usable_cpus() -> int:
-    """The CPUs this process can keep busy at once: its affinity mask (taskset, cpusets),
-    capped by the cgroup quota rounded up (1.5 CPUs of time: two threads can run)."""
+    """The CPUs this process can keep busy at once: its affinity mask (taskset,
+    cpusets), capped by the cgroup quota rounded up (1.5 CPUs of time: 2 threads)."""
     cpus = len(os.sched_getaffinity(0))
     quota = cpu_quota()
     if quota is not None:
@@ -109,7 +109,7 @@ def default_workers() -> int:
     """Book workers for this process: the CPUs it can keep busy (:func:`usable_cpus`)
     less one for the writer, and at least one."""
     return max(1, usable_cpus() - 1)
-# --8<-- [end:cpu_quota]
+# --8<-- [end:usable_cpus]
 
 
 # --8<-- [start:owner]

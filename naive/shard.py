@@ -104,9 +104,9 @@ def _worker(me: int, workers: int, mode: str, design: str, inbox: _Queue,
 
     # --8<-- [start:duplicate]
     def duplicate(row: tuple[Any, ...]) -> None:
-        """Count what one Market counts for an add or U whose reference the writer found
-        live on another worker: the event, locate_mismatch (a U under a locate that is not
-        its order's), the duplicate; the book is left as it is."""
+        """Count what one Market counts for an add or U whose reference the writer
+        found live on another worker: the event, locate_mismatch (a U under a locate
+        that is not its order's), the duplicate; the book is left as it is."""
         nonlocal applied
         locate, kind, ref = row[6], row[7], row[1]
         bump("events", show_bytes(bytes([kind])))
@@ -188,7 +188,6 @@ def _worker(me: int, workers: int, mode: str, design: str, inbox: _Queue,
         outbox.put((me, e))
 
 
-# --8<-- [start:route]
 class _Router:
     """The writer's reference -> locate dict (both designs). Invariant: every live
     reference is in it, under a locate that the order's worker owns. Stale entries (an
@@ -203,6 +202,7 @@ class _Router:
         self.refs: dict[int, int] = {}
         self.conflicts = 0  # events the writer had to ask a worker about
 
+    # --8<-- [start:route]
     def route(self, row: tuple[Any, ...]) -> tuple[int, bool]:
         """(the worker for this event, is it a duplicate that worker only counts?)"""
         _, ref, new_ref, _, shares, price, locate, kind, side, _, _ = row

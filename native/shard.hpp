@@ -110,6 +110,8 @@ public:
     std::uint64_t read_count(std::size_t r) const {  // items reader r has finished with
         return readers_[r].seq.load(std::memory_order_acquire);
     }
+    // --8<-- [end:broadcast_ring]
+    // --8<-- [start:broadcast_slots]
 
 private:
     std::uint64_t slowest() const {
@@ -136,16 +138,19 @@ private:
     // a std::vector's started 16 bytes into one, so each 64-byte slot spanned two lines
     // and the writer filling slot k shared a line with readers still reading slot k-1.
     struct AlignedDelete {
-        void operator()(T* p) const { ::operator delete[](p, std::align_val_t{kCacheLine}); }
+        void operator()(T* p) const {
+            ::operator delete[](p, std::align_val_t{kCacheLine});
+        }
     };
     static T* allocate(std::size_t n) {
-        T* p = static_cast<T*>(::operator new[](n * sizeof(T), std::align_val_t{kCacheLine}));
+        void* raw = ::operator new[](n * sizeof(T), std::align_val_t{kCacheLine});
+        T* p = static_cast<T*>(raw);
         std::uninitialized_value_construct_n(p, n);  // zeroed; trivial: nothing to destroy
         return p;
     }
     std::unique_ptr<T[], AlignedDelete> slots_;
 };
-// --8<-- [end:broadcast_ring]
+// --8<-- [end:broadcast_slots]
 
 enum class ShardDesign : std::uint8_t { Broadcast = 0, Routed = 1 };
 
@@ -357,10 +362,10 @@ private:
     // --8<-- [start:route]
     // The worker for an event, and whether it is a duplicate that worker only counts.
     // E C X D U carry a locate, but the order's own locate is what Market goes by, so
-    // the writer keeps a reference -> locate map. Invariant: every live reference is in
-    // it, under a locate its order's worker owns. Stale entries (an order executed away,
-    // a U's old reference the worker may still refuse) are harmless: they send an
-    // unknown reference where it is counted as unknown, or cost a question answered "no".
+    // the writer keeps a reference -> locate map. Invariant: every live reference is
+    // in it, under a locate its order's worker owns. Stale entries (an order executed
+    // away, a U's old reference the worker may still refuse) are harmless: they send
+    // an unknown reference where it is counted as unknown, or cost a "no" answer.
     std::size_t route(const ItchEvent& e, bool& dup) {
         const std::size_t home = shard_owner(e.locate, cfg_.workers);
         dup = false;
@@ -383,7 +388,7 @@ private:
         }
         if (!by_reference(e)) return home;
         const std::uint32_t had = refs_->find(e.order_ref);
-        if (had == RefMap::kAbsent) return home;  // unknown: counted by its locate's owner
+        if (had == RefMap::kAbsent) return home;  // unknown: its locate's owner counts it
         const std::size_t holder = owner_of(had);
         if (e.type == 'D') {
             refs_->erase(e.order_ref);  // gone now, wherever it was
@@ -391,7 +396,7 @@ private:
             const std::uint32_t other = refs_->find(e.new_order_ref);
             if (other != RefMap::kAbsent && owner_of(other) != holder) {
                 ++ws_.conflicts;
-                if (!live(holder, e.order_ref)) return holder;  // unknown: nothing moves
+                if (!live(holder, e.order_ref)) return holder;  // unknown: no change
                 if (live(owner_of(other), e.new_order_ref)) {
                     dup = true;  // the new reference is live on another worker
                     return holder;
@@ -401,6 +406,7 @@ private:
         }
         return holder;
     }
+    // --8<-- [end:route]
     std::size_t owner_of(std::uint32_t locate) const {
         return shard_owner(static_cast<std::uint16_t>(locate), cfg_.workers);
     }
@@ -413,14 +419,16 @@ private:
         refs_->insert(ref, locate);
         ws_.map_peak = std::max<std::uint64_t>(ws_.map_peak, refs_->size());
     }
-    // Is `ref` live on worker w, after every event sent before this one? Wait until w has
-    // finished with all of them (its market is then idle: w waits for the next event,
-    // which the writer publishes only after this look), then ask its market. A worker
-    // that failed stops the wait (abort_); the run then ends with its error.
+    // --8<-- [start:live]
+    // Is `ref` live on worker w, after every event sent before this one? Wait until w
+    // has finished with all of them (its market is then idle: w waits for the next
+    // event, which the writer publishes only after this look), then ask its market. A
+    // worker that failed stops the wait (abort_); the run then ends with its error.
     bool live(std::size_t w, std::uint64_t ref) {
         if (cfg_.writer_only) return false;  // no workers: the writer's ceiling only
         Worker& wk = *workers_[w];
-        const std::uint64_t sent = cfg_.design == ShardDesign::Broadcast ? now_ : ws_.routed[w];
+        const std::uint64_t sent =
+            cfg_.design == ShardDesign::Broadcast ? now_ : ws_.routed[w];
         Backoff backoff(wait_, /*may_sleep=*/true);
         while (wk.processed.load(std::memory_order_acquire) < sent) {
             if (abort_.load(std::memory_order_relaxed)) return false;
@@ -431,7 +439,7 @@ private:
         std::uint32_t price, shares;
         return wk.market.order(ref, loc, side, price, shares);
     }
-    // --8<-- [end:route]
+    // --8<-- [end:live]
 
     // The next event of the buffer (false at the end, an error or a partial record).
     bool next_event(const std::uint8_t* buf, std::size_t n, std::size_t& off, ItchEvent& ev,

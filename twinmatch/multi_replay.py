@@ -128,7 +128,7 @@ def replay_many(paths: Sequence[str | Path], impl: str = "optimized", mode: str 
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
     names = [str(p) for p in paths]
-    files = [str(Path(p).resolve()) for p in names]  # what a task opens, wherever it runs
+    files = [str(Path(p).resolve()) for p in names]  # what a task opens, anywhere
     start = time.perf_counter()
     with _stop_on_signals():
         if cluster is not None:
@@ -147,13 +147,16 @@ def replay_many(paths: Sequence[str | Path], impl: str = "optimized", mode: str 
     merged = merge_reports(reports)
     merged.update(impl=impl, mode=mode, executor=how, seconds=time.perf_counter() - start)
     return merged
+# --8<-- [end:replay_many]
 
 
-def _in_processes(files: list[str], impl: str, mode: str, n: int) -> list[dict[str, Any]]:
+# --8<-- [start:in_processes]
+def _in_processes(files: list[str], impl: str, mode: str,
+                  n: int) -> list[dict[str, Any]]:
     """The tasks in n worker processes; on any way out but success (Stopped, an error in
     a task), every worker is killed and reaped before the exception goes on."""
     ctx = multiprocessing.get_context("forkserver")
-    lifeline, keep_alive = ctx.Pipe(duplex=False)  # the workers hold the reading end only
+    lifeline, keep_alive = ctx.Pipe(duplex=False)  # workers get the reading end only
     pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=_worker_start,
                                initargs=(lifeline,))
     try:
@@ -172,8 +175,10 @@ def _in_processes(files: list[str], impl: str, mode: str, n: int) -> list[dict[s
     finally:
         keep_alive.close()  # (after shutdown: a worker reads EOF only once it is idle)
         lifeline.close()
+# --8<-- [end:in_processes]
 
 
+# --8<-- [start:on_cluster]
 def _on_cluster(files: list[str], impl: str, mode: str, workers: int, address: str,
                 processes: bool) -> list[dict[str, Any]]:
     from distributed import Client, LocalCluster
@@ -188,8 +193,9 @@ def _on_cluster(files: list[str], impl: str, mode: str, workers: int, address: s
                 dashboard_address=None, **where)
         except Exception as e:  # noqa: BLE001 - dask says RuntimeError, or a timeout
             raise OSError(f"--cluster local: the cluster did not start: {e}") from e
-        with lc, Client(lc, timeout=CLUSTER_START_S) as client:  # type: ignore[no-untyped-call]
-            return _gather(client, files, impl, mode)
+        with lc:  # closed on every way out, the client's failure included
+            with Client(lc, timeout=CLUSTER_START_S) as client:  # type: ignore[no-untyped-call]
+                return _gather(client, files, impl, mode)
     with Client(address, timeout=30) as client:  # type: ignore[no-untyped-call]
         return _gather(client, files, impl, mode)
 
@@ -199,9 +205,7 @@ def _gather(client: Any, names: list[str], impl: str, mode: str) -> list[dict[st
     # cache of an earlier one with the same arguments.
     futures = client.map(replay_one, names, impl=impl, mode=mode, pure=False)
     return [f.result(timeout=CLUSTER_TIMEOUT_S) for f in futures]  # in the files' order
-
-
-# --8<-- [end:replay_many]
+# --8<-- [end:on_cluster]
 
 
 def format_many(r: dict[str, Any]) -> str:
