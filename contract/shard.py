@@ -6,9 +6,10 @@ A result (``ShardResult``, a dict) holds ``fills`` (FILL_DTYPE, in stream order,
 Market's ``run`` returns them), ``books_csv``, ``counts`` (as ``Market.counts()``),
 ``live_orders``, ``events`` (events decoded), ``workers``, ``design``, ``mode``,
 ``per_worker`` (``received`` and ``applied`` per worker), ``routed`` (events the writer
-handed to each worker: routed design only, else ``[]``) and ``conflicts`` (adds of a
-reference live on another worker's symbol: where the sharded result and one market's may
-differ; 0 on every feed that keeps ITCH's rule that references are unique for the day).
+handed to each worker: routed design only, else ``[]``) and ``conflicts`` (events the
+writer had to ask a worker about: an add or a U's new reference that its map says may be
+live on another worker's symbol; 0 on every feed that keeps ITCH's rule that references
+are unique for the day). The result equals one market's on every stream.
 """
 
 from __future__ import annotations
