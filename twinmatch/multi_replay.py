@@ -165,7 +165,8 @@ def _in_processes(files: list[str], impl: str, mode: str,
         pool.shutdown()
         return reports
     except BaseException:
-        procs = list(pool._processes.values())  # (the executor keeps them privately)
+        # (the executor keeps its processes privately, and forgets them once shut down)
+        procs = list((pool._processes or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
         for p in procs:
             p.kill()
