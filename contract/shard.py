@@ -6,18 +6,21 @@ A result (``ShardResult``, a dict) holds ``fills`` (FILL_DTYPE, in stream order,
 Market's ``run`` returns them), ``books_csv``, ``counts`` (as ``Market.counts()``),
 ``live_orders``, ``events`` (events decoded), ``workers``, ``design``, ``mode``,
 ``per_worker`` (``received`` and ``applied`` per worker), ``routed`` (events the writer
-handed to each worker: routed design only, else ``[]``) and ``conflicts`` (adds of a
-reference live on another worker's symbol: where the sharded result and one market's may
-differ; 0 on every feed that keeps ITCH's rule that references are unique for the day).
+handed to each worker: routed design only, else ``[]``) and ``conflicts`` (events the
+writer had to ask a worker about: an add or a U's new reference that its map says may be
+live on another worker's symbol; 0 on every feed that keeps ITCH's rule that references
+are unique for the day). The result equals one market's on every stream.
 """
 
 from __future__ import annotations
 
+import math
 import os
+from pathlib import Path
 from typing import Any, Final
 
-__all__ = ["DESIGNS", "WORKERS_MAX", "check_design", "check_workers", "default_workers",
-           "merge_books_csv", "owner", "routed_by_reference"]
+__all__ = ["DESIGNS", "WORKERS_MAX", "check_design", "check_workers", "cpu_quota",
+           "default_workers", "merge_books_csv", "owner", "routed_by_reference", "usable_cpus"]
 
 DESIGNS: Final = ("broadcast", "routed")
 WORKERS_MAX: Final = 64  # native/shard.hpp: kMaxShardWorkers
@@ -41,10 +44,73 @@ def check_design(design: object) -> str:
     return str(design)
 
 
+# Where the kernel says which cgroups this process is in, and where they are mounted
+# (module attributes, so that a test can point them at a fake tree).
+PROC_CGROUP: Path = Path("/proc/self/cgroup")
+CGROUP_ROOT: Path = Path("/sys/fs/cgroup")
+
+
+def _quota_in(directory: Path, v2: bool) -> float | None:
+    """The CPUs' worth of time one cgroup directory allows, or None (no limit there)."""
+    try:
+        if v2:  # cpu.max: "max 100000" or "150000 100000" (quota and period, in us)
+            quota, period = (directory / "cpu.max").read_text().split()[:2]
+            return None if quota == "max" else int(quota) / int(period)
+        quota = (directory / "cpu.cfs_quota_us").read_text().strip()  # -1: none
+        period = (directory / "cpu.cfs_period_us").read_text().strip()
+        return None if int(quota) <= 0 else int(quota) / int(period)
+    except (OSError, ValueError, ZeroDivisionError):
+        return None
+
+
+def cpu_quota() -> float | None:
+    """How many CPUs' worth of time the cgroup CPU quota gives this process (containers
+    set one; ``os.sched_getaffinity`` does not see it), or None if none is set: the
+    tightest ``cpu.max`` (cgroup v2) or ``cpu.cfs_quota_us / cpu.cfs_period_us`` (v1)
+    from this process's cgroup up to the mount's root."""
+    try:
+        lines = PROC_CGROUP.read_text().splitlines()
+    except OSError:
+        return None
+    tightest: float | None = None
+    for line in lines:  # "0::/path" (v2), "3:cpu,cpuacct:/path" (v1)
+        hierarchy, _, rest = line.partition(":")
+        controllers, _, path = rest.partition(":")
+        if hierarchy == "0" and controllers == "":
+            v2, base = True, CGROUP_ROOT
+        elif "cpu" in controllers.split(","):
+            v2, base = False, CGROUP_ROOT / controllers
+            if not base.is_dir():
+                base = CGROUP_ROOT / "cpu"
+        else:
+            continue
+        d = base / path.lstrip("/")
+        while True:  # this cgroup and each parent: every level's quota applies
+            q = _quota_in(d, v2)
+            if q is not None and (tightest is None or q < tightest):
+                tightest = q
+            if d == base or base not in d.parents:
+                break
+            d = d.parent
+    return tightest
+
+
+# --8<-- [start:usable_cpus]
+def usable_cpus() -> int:
+    """The CPUs this process can keep busy at once: its affinity mask (taskset,
+    cpusets), capped by the cgroup quota rounded up (1.5 CPUs of time: 2 threads)."""
+    cpus = len(os.sched_getaffinity(0))
+    quota = cpu_quota()
+    if quota is not None:
+        cpus = min(cpus, max(1, math.ceil(quota)))
+    return cpus
+
+
 def default_workers() -> int:
-    """Book workers for this process: the CPUs it may use (``os.sched_getaffinity``, which
-    taskset, cgroups and containers shrink) less one for the writer, and at least one."""
-    return max(1, len(os.sched_getaffinity(0)) - 1)
+    """Book workers for this process: the CPUs it can keep busy (:func:`usable_cpus`)
+    less one for the writer, and at least one."""
+    return max(1, usable_cpus() - 1)
+# --8<-- [end:usable_cpus]
 
 
 # --8<-- [start:owner]

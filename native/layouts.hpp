@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -37,6 +38,7 @@
 #include <limits>
 #include <map>
 #include <new>
+#include <random>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -384,9 +386,12 @@ using Bitmap3WindowLevels = WindowLevels<S, Bitmap3>;
 // An intrusive treap: each level is itself a node of a binary search tree by price (its
 // links live in the node, no separate container node), and each node has a random
 // priority, the tree kept heap-ordered by it, which makes its depth O(log n) in
-// expectation whatever order the prices arrive in (the input cannot see the priorities).
-// Nodes come from a pool addressed by 32-bit index, like the order nodes: no allocation
-// per level once the pool has grown.
+// expectation whatever order the prices arrive in -- as long as the input cannot guess
+// the priorities. With one fixed seed it could: prices ranked as the priorities are
+// build a path. So each book draws its own seed (as IdHash draws its multiplier), and
+// split, merge and the walk loop instead of recursing: even an unlucky deep tree costs
+// time, never the stack. Nodes come from a pool addressed by 32-bit index, like the
+// order nodes: no allocation per level once the pool has grown.
 template <Side S>
 class TreapLevels {
     struct TNode {
@@ -398,7 +403,7 @@ class TreapLevels {
     static_assert(sizeof(TNode) == 40);
 
 public:
-    explicit TreapLevels(const Options&) { nodes_.reserve(64); }
+    explicit TreapLevels(const Options&) : rng_(random_seed()) { nodes_.reserve(64); }
     Level* find(std::uint32_t p) {
         std::uint32_t t = root_;
         while (t != kNil && nodes_[t].price != p) t = p < nodes_[t].price ? nodes_[t].left : nodes_[t].right;
@@ -442,7 +447,7 @@ public:
     Level* best_level() { return &nodes_[best_].level; }
     template <class F>
     void for_each(F&& f) const {
-        walk(root_, f);
+        walk(f);
     }
     void clear() {
         nodes_.clear();
@@ -451,34 +456,59 @@ public:
     }
 
 private:
-    std::uint32_t next_prio() {  // xorshift32: any fixed seed will do, nobody sees it
+    static std::uint32_t random_seed() {  // any non-zero value; xorshift32 stays non-zero
+        std::uint32_t s = 0;
+        try {
+            s = std::random_device{}();
+        } catch (const std::exception&) {  // no entropy source: the clock will do
+            s = static_cast<std::uint32_t>(
+                std::chrono::steady_clock::now().time_since_epoch().count());
+        }
+        return s != 0 ? s : 0x9E3779B9u;
+    }
+    std::uint32_t next_prio() {  // xorshift32 from this book's own seed
         rng_ ^= rng_ << 13;
         rng_ ^= rng_ >> 17;
         rng_ ^= rng_ << 5;
         return rng_;
     }
-    // Split t into (prices < p, prices >= p). Recursion depth = tree depth, O(log n).
+    // Split t into (prices < p, prices >= p), walking down once: each node goes to the
+    // end of the left or the right result (`lt`, `rt`: the links still to fill).
     std::pair<std::uint32_t, std::uint32_t> split(std::uint32_t t, std::uint32_t p) {
-        if (t == kNil) return {kNil, kNil};
-        if (nodes_[t].price < p) {
-            auto [l, r] = split(nodes_[t].right, p);
-            nodes_[t].right = l;
-            return {t, r};
+        std::uint32_t l = kNil, r = kNil;
+        std::uint32_t *lt = &l, *rt = &r;
+        while (t != kNil) {
+            if (nodes_[t].price < p) {
+                *lt = t;
+                lt = &nodes_[t].right;
+                t = nodes_[t].right;
+            } else {
+                *rt = t;
+                rt = &nodes_[t].left;
+                t = nodes_[t].left;
+            }
         }
-        auto [l, r] = split(nodes_[t].left, p);
-        nodes_[t].left = r;
-        return {l, t};
+        *lt = *rt = kNil;
+        return {l, r};
     }
-    // Join a (every price smaller) and b; the higher priority becomes the root.
+    // Join a (every price smaller) and b: the higher priority goes on top, one link at
+    // a time (`link`: where the next node hangs).
     std::uint32_t merge(std::uint32_t a, std::uint32_t b) {
-        if (a == kNil) return b;
-        if (b == kNil) return a;
-        if (nodes_[a].prio > nodes_[b].prio) {
-            nodes_[a].right = merge(nodes_[a].right, b);
-            return a;
+        std::uint32_t root = kNil;
+        std::uint32_t* link = &root;
+        while (a != kNil && b != kNil) {
+            if (nodes_[a].prio > nodes_[b].prio) {
+                *link = a;
+                link = &nodes_[a].right;
+                a = nodes_[a].right;
+            } else {
+                *link = b;
+                link = &nodes_[b].left;
+                b = nodes_[b].left;
+            }
         }
-        nodes_[b].left = merge(a, nodes_[b].left);
-        return b;
+        *link = a != kNil ? a : b;
+        return root;
     }
     std::uint32_t extreme() const {  // the best node: rightmost for bids, leftmost for asks
         std::uint32_t t = root_;
@@ -489,18 +519,28 @@ private:
             t = next;
         }
     }
+    // In order, best first, with a stack of its own instead of recursion. The stack is
+    // kept between walks: it allocates only when the tree is deeper than ever before.
     template <class F>
-    bool walk(std::uint32_t t, F& f) const {  // in order, best first; false: stop
-        if (t == kNil) return true;
-        const TNode& n = nodes_[t];
-        if (!walk(S == Side::Buy ? n.right : n.left, f)) return false;
-        if (!f(n.price, n.level)) return false;
-        return walk(S == Side::Buy ? n.left : n.right, f);
+    void walk(F& f) const {
+        std::vector<std::uint32_t>& stack = stack_;
+        stack.clear();
+        std::uint32_t t = root_;
+        for (;;) {
+            for (; t != kNil; t = S == Side::Buy ? nodes_[t].right : nodes_[t].left)
+                stack.push_back(t);  // the better subtree first
+            if (stack.empty()) return;
+            const TNode& n = nodes_[stack.back()];
+            stack.pop_back();
+            if (!f(n.price, n.level)) return;
+            t = S == Side::Buy ? n.left : n.right;
+        }
     }
     std::vector<TNode> nodes_;
     std::uint32_t root_ = kNil, best_ = kNil, free_ = kNil;
     std::uint32_t size_ = 0;
-    std::uint32_t rng_ = 0x9E3779B9u;
+    std::uint32_t rng_;  // this book's priority stream
+    mutable std::vector<std::uint32_t> stack_;  // walk()'s
 };
 // --8<-- [end:treap_levels]
 

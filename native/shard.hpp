@@ -11,9 +11,12 @@
 //              and pushes each event to one ring only; for E C X D U it first looks the
 //              reference up in its own reference -> locate map.
 // Both give the books, fills and counts of one Market fed the whole stream, for any
-// number of workers, as long as no add reuses a reference that is live on another
-// worker's symbol (ITCH references are unique for the day; both designs count the
-// adds that break this, `conflicts`, rather than hide them).
+// number of workers. References are unique across all symbols, so an add (or a U's new
+// reference) naming one that is live on another worker's symbol is one Market's
+// duplicate, which no worker can see alone: in both designs the writer keeps a
+// reference -> locate map, and when it says "maybe live over there" (never, on a feed
+// that keeps ITCH's rule) the writer waits for that worker to catch up, looks, and marks
+// the event as a duplicate for its worker to count. `conflicts` counts those looks.
 #pragma once
 
 #include <algorithm>
@@ -65,9 +68,11 @@ class BroadcastRing {
 public:
     BroadcastRing(std::size_t capacity, std::size_t readers)
         : mask_(checked_ring_capacity(capacity, "capacity") - 1), n_(readers),
-          readers_(std::make_unique<Reader[]>(readers)), slots_(capacity) {
+          readers_(std::make_unique<Reader[]>(readers)), slots_(allocate(capacity)) {
         if (readers == 0 || readers > kMaxShardWorkers)
             throw std::invalid_argument("readers must be 1..64");
+        if (reinterpret_cast<std::uintptr_t>(slots_.get()) % kCacheLine != 0)
+            throw std::logic_error("broadcast ring slots not line aligned");  // never: new aligns
     }
 
     std::size_t capacity() const { return mask_ + 1; }
@@ -100,9 +105,13 @@ public:
         return true;
     }
 
+    const void* slots_address() const { return slots_.get(); }  // tests check alignment
+
     std::uint64_t read_count(std::size_t r) const {  // items reader r has finished with
         return readers_[r].seq.load(std::memory_order_acquire);
     }
+    // --8<-- [end:broadcast_ring]
+    // --8<-- [start:broadcast_slots]
 
 private:
     std::uint64_t slowest() const {
@@ -125,9 +134,23 @@ private:
     alignas(kCacheLine) const std::uint64_t mask_;
     const std::size_t n_;
     std::unique_ptr<Reader[]> readers_;
-    std::vector<T> slots_;
+    // The slots start on a cache line (operator new with an alignment, as SpscRing's):
+    // a std::vector's started 16 bytes into one, so each 64-byte slot spanned two lines
+    // and the writer filling slot k shared a line with readers still reading slot k-1.
+    struct AlignedDelete {
+        void operator()(T* p) const {
+            ::operator delete[](p, std::align_val_t{kCacheLine});
+        }
+    };
+    static T* allocate(std::size_t n) {
+        void* raw = ::operator new[](n * sizeof(T), std::align_val_t{kCacheLine});
+        T* p = static_cast<T*>(raw);
+        std::uninitialized_value_construct_n(p, n);  // zeroed; trivial: nothing to destroy
+        return p;
+    }
+    std::unique_ptr<T[], AlignedDelete> slots_;
 };
-// --8<-- [end:broadcast_ring]
+// --8<-- [end:broadcast_slots]
 
 enum class ShardDesign : std::uint8_t { Broadcast = 0, Routed = 1 };
 
@@ -140,10 +163,12 @@ struct ShardConfig {
     bool writer_only = false;  // decode (and route) only: the writer's ceiling, no workers
 };
 
-// One ring slot: the event and its place in the stream (fills carry it as op_index).
+// One ring slot: the event, its place in the stream (fills carry it as op_index) and,
+// for an add or U the writer found to be a duplicate, the worker that counts it.
 struct ShardSlot {
     ItchEvent ev;
-    std::uint64_t seq;
+    std::uint64_t seq : 56;  // 2^56 events: more than any buffer holds
+    std::uint64_t dup : 8;   // 0: apply it; w + 1: worker w counts a duplicate
 };
 static_assert(sizeof(ShardSlot) == 64, "one event per cache line");
 
@@ -151,16 +176,18 @@ struct ShardWorkerStats {
     std::uint64_t received = 0;  // events this worker read off its ring
     std::uint64_t applied = 0;   // events it applied to its market
     std::uint64_t foreign = 0;   // broadcast: applied by reference, another worker's locate
-    std::uint64_t conflicts = 0; // broadcast: an add of a reference live in this market
     std::uint64_t waits = 0;     // times it found its ring empty
+    std::uint64_t dups = 0;      // duplicates the writer found, counted here (not applied)
+    std::uint64_t dup_mismatch = 0;  // of those, U's under a locate not their order's
     std::array<std::uint64_t, 256> foreign_by_type{};
+    std::array<std::uint64_t, 256> dup_by_type{};
 };
 
 struct ShardWriterStats {
     std::uint64_t records = 0, events = 0, consumed = 0;
     std::uint64_t stalls = 0;     // times a ring was full (the writer waited)
-    std::uint64_t conflicts = 0;  // routed: an add whose reference maps to another worker
-    std::uint64_t map_peak = 0;   // routed: the most references the map held
+    std::uint64_t conflicts = 0;  // events the writer had to ask a worker about
+    std::uint64_t map_peak = 0;   // the most references the map held
     std::vector<std::uint64_t> routed;  // events handed to each worker
     itch::Error error = itch::Error::Ok;
     std::uint8_t error_type = 0;
@@ -224,15 +251,20 @@ public:
         MarketCounts c;
         for (const auto& w : workers_) {
             const MarketCounts& m = w->market.counts();
-            for (std::size_t t = 0; t < 256; ++t) c.events[t] += m.events[t] - w->st.foreign_by_type[t];
+            for (std::size_t t = 0; t < 256; ++t)
+                c.events[t] += m.events[t] - w->st.foreign_by_type[t] + w->st.dup_by_type[t];
             for (std::size_t k = 0; k < kAnomalyKinds; ++k) c.anomalies[k] += m.anomalies[k];
             for (std::size_t k = 0; k < c.rejects.size(); ++k) c.rejects[k] += m.rejects[k];
             c.fills += m.fills;
             c.volume += m.volume;
-            if (cfg_.mode == Mode::Book)
+            c.anomalies[static_cast<std::size_t>(Anomaly::LocateMismatch)] += w->st.dup_mismatch;
+            if (cfg_.mode == Mode::Book) {
                 c.anomalies[static_cast<std::size_t>(Anomaly::UnknownRef)] -= w->st.foreign;
-            else
+                c.anomalies[static_cast<std::size_t>(Anomaly::DuplicateRef)] += w->st.dups;
+            } else {
                 c.rejects[static_cast<std::size_t>(Reason::UnknownId)] -= w->st.foreign;
+                c.rejects[static_cast<std::size_t>(Reason::DuplicateId)] += w->st.dups;
+            }
         }
         return c;
     }
@@ -244,6 +276,10 @@ private:
         std::vector<FillRecord> fills;
         std::vector<std::uint64_t> fill_seq;  // the stream position of each fill's event
         ShardWorkerStats st;
+        // Events this worker has finished with (release, after each): when the writer
+        // sees it reach what it has sent (acquire), the market is idle and up to date,
+        // and the writer may read it.
+        alignas(kCacheLine) std::atomic<std::uint64_t> processed{0};
     };
 
     // E C X D U (book mode) and X D U (match mode) that get as far as looking their
@@ -272,6 +308,24 @@ private:
     }
     // --8<-- [end:apply]
 
+    // --8<-- [start:duplicate]
+    // An add or U that the writer found to name a reference live on another worker:
+    // count what one Market counts (the event, a U's locate_mismatch, the duplicate)
+    // and leave the book as it is.
+    void duplicate(Worker& w, const ShardSlot& s) {
+        const ItchEvent& e = s.ev;
+        ++w.st.dup_by_type[e.type];
+        ++w.st.dups;
+        std::uint16_t loc;
+        Side side;
+        std::uint32_t price, shares;
+        if (e.type == 'U' && w.market.order(e.order_ref, loc, side, price, shares) &&
+            loc != e.locate)
+            ++w.st.dup_mismatch;
+        ++w.st.applied;
+    }
+    // --8<-- [end:duplicate]
+
     // --8<-- [start:keep]
     // Broadcast: does worker `me` keep this event? Its locate's owner keeps it, except an
     // event by reference, which the worker whose market holds the order keeps. If no
@@ -281,6 +335,10 @@ private:
     // counts it as `foreign` and merged_counts() takes the owner's unknown back out.
     void keep(std::size_t me, Worker& w, const ShardSlot& s) {
         const ItchEvent& e = s.ev;
+        if (s.dup != 0) {  // a duplicate: one worker counts it, none keeps it
+            if (s.dup == me + 1) duplicate(w, s);
+            return;
+        }
         const bool mine = shard_owner(e.locate, cfg_.workers) == me;
         std::uint16_t loc;
         Side side;
@@ -297,56 +355,91 @@ private:
             }
             return;
         }
-        if (mine) return apply(w, s);
-        if ((e.type == 'A' || e.type == 'F') && w.market.order(e.order_ref, loc, side, price, shares))
-            ++w.st.conflicts;  // another worker's add of a reference live here
+        if (mine) apply(w, s);
     }
     // --8<-- [end:keep]
 
     // --8<-- [start:route]
-    // Routed: the worker for an event. E C X D U carry a locate, but the order's own
-    // locate is what Market goes by, so the writer keeps each added reference's locate
-    // (erased on D and on U's old reference; an order executed or cancelled to zero
-    // stays until then: a stale entry only sends an unknown reference to a worker that
-    // counts it as unknown, as one Market would). Unknown references go by their locate.
-    std::size_t route(const ItchEvent& e) {
-        std::uint16_t locate = e.locate;
-        switch (e.type) {
-            case 'A': case 'F': {
-                // Only an add that can rest enters the map (Market rejects a bad side, no
-                // shares, price 0; in match mode price 0 is a market order, which never
-                // rests): a rejected add must not take a live order's reference over.
-                if ((e.side != 'B' && e.side != 'S') || e.shares == 0 || e.price == 0) break;
-                const std::uint32_t had = refs_->find(e.order_ref);
-                if (had != RefMap::kAbsent) {
-                    if (shard_owner(static_cast<std::uint16_t>(had), cfg_.workers) !=
-                        shard_owner(locate, cfg_.workers))
-                        ++ws_.conflicts;
-                    refs_->erase(e.order_ref);
+    // The worker for an event, and whether it is a duplicate that worker only counts.
+    // E C X D U carry a locate, but the order's own locate is what Market goes by, so
+    // the writer keeps a reference -> locate map. Invariant: every live reference is
+    // in it, under a locate its order's worker owns. Stale entries (an order executed
+    // away, a U's old reference the worker may still refuse) are harmless: they send
+    // an unknown reference where it is counted as unknown, or cost a "no" answer.
+    std::size_t route(const ItchEvent& e, bool& dup) {
+        const std::size_t home = shard_owner(e.locate, cfg_.workers);
+        dup = false;
+        if (e.type == 'A' || e.type == 'F') {
+            // Refused for its own fields (bad side, no shares, book mode's price 0):
+            // no reference is looked up. Match mode's price 0 is a market order.
+            if ((e.side != 'B' && e.side != 'S') || e.shares == 0 ||
+                (e.price == 0 && cfg_.mode == Mode::Book))
+                return home;
+            const std::uint32_t had = refs_->find(e.order_ref);
+            if (had != RefMap::kAbsent && owner_of(had) != home) {
+                ++ws_.conflicts;
+                if (live(owner_of(had), e.order_ref)) {
+                    dup = true;  // live on another worker's symbol
+                    return home;
                 }
-                refs_->reserve_one();
-                refs_->insert(e.order_ref, locate);
-                break;
             }
-            case 'E': case 'C': case 'X': case 'D': case 'U': {
-                if (cfg_.mode == Mode::Match && (e.type == 'E' || e.type == 'C')) break;
-                const std::uint32_t had = refs_->find(e.order_ref);
-                if (had == RefMap::kAbsent) break;
-                locate = static_cast<std::uint16_t>(had);
-                if (e.type == 'D' || e.type == 'U') refs_->erase(e.order_ref);
-                if (e.type == 'U') {
-                    refs_->erase(e.new_order_ref);
-                    refs_->reserve_one();
-                    refs_->insert(e.new_order_ref, locate);
-                }
-                break;
-            }
-            default: break;
+            if (e.price != 0) put(e.order_ref, e.locate);  // a market order never rests
+            return home;
         }
-        ws_.map_peak = std::max<std::uint64_t>(ws_.map_peak, refs_->size());
-        return shard_owner(locate, cfg_.workers);
+        if (!by_reference(e)) return home;
+        const std::uint32_t had = refs_->find(e.order_ref);
+        if (had == RefMap::kAbsent) return home;  // unknown: its locate's owner counts it
+        const std::size_t holder = owner_of(had);
+        if (e.type == 'D') {
+            refs_->erase(e.order_ref);  // gone now, wherever it was
+        } else if (e.type == 'U' && e.new_order_ref != e.order_ref) {
+            const std::uint32_t other = refs_->find(e.new_order_ref);
+            if (other != RefMap::kAbsent && owner_of(other) != holder) {
+                ++ws_.conflicts;
+                if (!live(holder, e.order_ref)) return holder;  // unknown: no change
+                if (live(owner_of(other), e.new_order_ref)) {
+                    dup = true;  // the new reference is live on another worker
+                    return holder;
+                }
+            }
+            put(e.new_order_ref, had);  // the old one stays: the U may still be refused
+        }
+        return holder;
     }
     // --8<-- [end:route]
+    std::size_t owner_of(std::uint32_t locate) const {
+        return shard_owner(static_cast<std::uint16_t>(locate), cfg_.workers);
+    }
+    void put(std::uint64_t ref, std::uint32_t locate) {
+        if (std::uint32_t* v = refs_->value_of(ref)) {
+            *v = locate;
+            return;
+        }
+        refs_->reserve_one();
+        refs_->insert(ref, locate);
+        ws_.map_peak = std::max<std::uint64_t>(ws_.map_peak, refs_->size());
+    }
+    // --8<-- [start:live]
+    // Is `ref` live on worker w, after every event sent before this one? Wait until w
+    // has finished with all of them (its market is then idle: w waits for the next
+    // event, which the writer publishes only after this look), then ask its market. A
+    // worker that failed stops the wait (abort_); the run then ends with its error.
+    bool live(std::size_t w, std::uint64_t ref) {
+        if (cfg_.writer_only) return false;  // no workers: the writer's ceiling only
+        Worker& wk = *workers_[w];
+        const std::uint64_t sent =
+            cfg_.design == ShardDesign::Broadcast ? now_ : ws_.routed[w];
+        Backoff backoff(wait_, /*may_sleep=*/true);
+        while (wk.processed.load(std::memory_order_acquire) < sent) {
+            if (abort_.load(std::memory_order_relaxed)) return false;
+            backoff.wait();
+        }
+        std::uint16_t loc;
+        Side side;
+        std::uint32_t price, shares;
+        return wk.market.order(ref, loc, side, price, shares);
+    }
+    // --8<-- [end:live]
 
     // The next event of the buffer (false at the end, an error or a partial record).
     bool next_event(const std::uint8_t* buf, std::size_t n, std::size_t& off, ItchEvent& ev,
@@ -382,22 +475,28 @@ private:
         bool has_event = false;
         while (next_event(buf, n, off, s.ev, has_event)) {
             if (!has_event) continue;
+            now_ = ws_.events;
             s.seq = ws_.events++;
-            if (cfg_.design == ShardDesign::Routed || cfg_.writer_only) {
-                if (cfg_.design == ShardDesign::Routed) {
-                    const std::size_t w = route(s.ev);
-                    ++ws_.routed[w];
-                    if (cfg_.writer_only) continue;
-                    if (routes_[w]->try_push(s)) continue;
-                    ++ws_.stalls;
-                    backoff.reset();
-                    while (!routes_[w]->try_push(s)) {
-                        if (abort_.load(std::memory_order_relaxed)) return;
-                        backoff.wait();
-                    }
+            bool dup = false;
+            if (cfg_.design == ShardDesign::Routed) {
+                const std::size_t w = route(s.ev, dup);
+                s.dup = dup ? w + 1 : 0;
+                ++ws_.routed[w];
+                if (cfg_.writer_only || routes_[w]->try_push(s)) continue;
+                ++ws_.stalls;
+                backoff.reset();
+                while (!routes_[w]->try_push(s)) {
+                    if (abort_.load(std::memory_order_relaxed)) return;
+                    backoff.wait();
                 }
                 continue;
             }
+            // Broadcast: only A F U D can change the map or be a duplicate.
+            const std::uint8_t t = s.ev.type;
+            std::size_t w = 0;
+            if (t == 'A' || t == 'F' || t == 'U' || t == 'D') w = route(s.ev, dup);
+            s.dup = dup ? w + 1 : 0;
+            if (cfg_.writer_only) continue;
             if (broadcast_->try_publish(s)) continue;
             ++ws_.stalls;  // the slowest reader is a whole ring behind: wait for it
             backoff.reset();
@@ -417,6 +516,7 @@ private:
             if (pop(s)) {
                 ++w.st.received;
                 use(s);
+                w.processed.store(w.st.received, std::memory_order_release);
                 backoff.reset();
                 continue;
             }
@@ -426,6 +526,7 @@ private:
                 if (pop(s)) {
                     ++w.st.received;
                     use(s);
+                    w.processed.store(w.st.received, std::memory_order_release);
                     continue;
                 }
                 return;
@@ -456,7 +557,8 @@ private:
     std::unique_ptr<BroadcastRing<ShardSlot>> broadcast_;
     std::vector<std::unique_ptr<SpscRing<ShardSlot>>> routes_;
     GrowthBudget map_budget_;
-    std::unique_ptr<RefMap> refs_;  // routed: reference -> locate (the writer's)
+    std::unique_ptr<RefMap> refs_;  // reference -> locate (the writer's)
+    std::uint64_t now_ = 0;         // the writer: events published before this one
     alignas(kCacheLine) ShardWriterStats ws_;
     std::array<std::uint64_t, 256> by_type_{};
     alignas(kCacheLine) std::atomic<bool> done_{false};
@@ -481,7 +583,7 @@ inline void Shard::run(const std::uint8_t* buf, std::size_t n) {
     wait_ = cfg_.wait;
     if (wait_ == WaitKind::Auto) wait_ = threads < cpus_.size() ? WaitKind::Spin : WaitKind::Yield;
     ws_.routed.assign(cfg_.workers, 0);
-    if (cfg_.design == ShardDesign::Routed) refs_ = std::make_unique<RefMap>(&map_budget_);
+    refs_ = std::make_unique<RefMap>(&map_budget_);  // both designs (see route())
     const auto t0 = steady_ns();
     {
         std::vector<std::jthread> threads_;  // joined on every path out of this block
@@ -499,7 +601,10 @@ inline void Shard::run(const std::uint8_t* buf, std::size_t n) {
                     threads_.emplace_back([this, i, &w] {
                         guarded([&] {
                             worker_loop(w, [&](ShardSlot& s) { return routes_[i]->try_pop(s); },
-                                        [&](const ShardSlot& s) { apply(w, s); });
+                                        [&](const ShardSlot& s) {
+                                            if (s.dup != 0) duplicate(w, s);
+                                            else apply(w, s);
+                                        });
                         });
                     });
             }

@@ -91,6 +91,14 @@ void register_shard(nb::module_& m) {
     m.def("broadcast_stress", &broadcast_stress, "items"_a, "capacity"_a, "readers"_a,
           "items 0..items-1 through a BroadcastRing to `readers` threads:\n"
           "(items each reader saw, every reader saw them in order).");
+    m.def(
+        "broadcast_slots_offset",
+        [](std::size_t capacity, std::size_t readers) {
+            BroadcastRing<ShardSlot> ring(capacity, readers);
+            return reinterpret_cast<std::uintptr_t>(ring.slots_address()) % kCacheLine;
+        },
+        "capacity"_a, "readers"_a,
+        "Where a new broadcast ring's slots start, modulo 64 bytes (0: line aligned).");
     nb::class_<BoundShard>(m, "Shard", "One writer, N book workers (native/shard.hpp).")
         .def(
             "__init__",
@@ -177,7 +185,6 @@ void register_shard(nb::module_& m) {
                 d["by_type"] = std::vector<std::uint64_t>(s.by_type().begin(), s.by_type().end());
                 d["wait"] = s.wait_kind() == WaitKind::Spin ? "spin" : "spin-then-yield";
                 d["cpus"] = s.cpus();
-                std::uint64_t conflicts = w.conflicts;
                 nb::list per;
                 for (std::size_t i = 0; i < s.built(); ++i) {  // none when writer_only
                     const ShardWorkerStats& ws = s.worker_stats(i);
@@ -187,11 +194,11 @@ void register_shard(nb::module_& m) {
                     one["foreign"] = ws.foreign;
                     one["waits"] = ws.waits;
                     one["live_orders"] = s.market(i).live_orders();
+                    one["duplicates"] = ws.dups;
                     per.append(one);
-                    conflicts += ws.conflicts;
                 }
                 d["workers"] = per;
-                d["conflicts"] = conflicts;
+                d["conflicts"] = w.conflicts;
                 return d;
             },
             nb::sig("def stats(self) -> dict[str, typing.Any]"),

@@ -1572,6 +1572,11 @@ def broadcast_stress(items: int, capacity: int, readers: int) -> tuple[list[int]
     (items each reader saw, every reader saw them in order).
     """
 
+def broadcast_slots_offset(capacity: int, readers: int) -> int:
+    """
+    Where a new broadcast ring's slots start, modulo 64 bytes (0: line aligned).
+    """
+
 class Shard:
     """One writer, N book workers (native/shard.hpp)."""
 

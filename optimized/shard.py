@@ -12,6 +12,11 @@ of two lock-free designs:
   reference -> locate map of the orders it has seen added, so that an E C X D U goes to
   the worker that holds the order, and pushes each event to that worker's ring only.
 
+In both designs the writer keeps that map (broadcast: for A F U D only), so that an add
+or a U's new reference that may be live on another worker's symbol is checked there: the
+writer waits for that worker to finish what it was sent, looks into its market, and marks
+a duplicate for the event's worker to count, as one Market would (``conflicts``).
+
 ``run`` releases the GIL for the whole run. ``wait="auto"`` spins only when the writer
 and every worker can each have a CPU of their own (``os.sched_getaffinity``), otherwise
 it spins briefly and then yields (and sleeps, after a while) so that the threads of a

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -433,3 +434,56 @@ def test_layouts_agree_under_address_and_ub_sanitizers(tmp_path: Any) -> None:
                               "UBSAN_OPTIONS": "print_stacktrace=1"}, check=False)
     assert run.returncode == 0, run.stdout + run.stderr[-2000:]
     assert "layouts agree: 30000 ops x 3 seeds" in run.stdout
+
+
+def fixed_seed_priorities(n: int) -> list[int]:
+    """The first n priorities of the treap's old fixed seed (xorshift32 from 0x9E3779B9)."""
+    x, out = 0x9E3779B9, []
+    for _ in range(n):
+        x ^= (x << 13) & 0xFFFF_FFFF
+        x ^= x >> 17
+        x ^= (x << 5) & 0xFFFF_FFFF
+        out.append(x)
+    return out
+
+
+TREAP_ADVERSARY = """
+import sys
+import numpy as np
+import optimized.layouts
+from contract.dtypes import OP_LIMIT, OPS_DTYPE
+prices = np.load(sys.argv[1])
+ops = np.zeros(len(prices), dtype=OPS_DTYPE)
+ops["order_id"] = np.arange(len(prices))
+ops["price"] = prices
+ops["qty"] = 1
+ops["side"] = 1
+ops["op"] = OP_LIMIT
+book = optimized.layouts.LayoutTreap()
+fills, rejects = book.apply(ops)
+assert len(fills) == 0 and len(rejects) == 0
+print(book.depth(1, 1), len(book))
+"""
+
+
+def test_treap_adversarial_price_order(tmp_path: Any) -> None:
+    """Prices ranked as the treap's priorities would be under a fixed seed (each price's
+    rank = its priority's rank) make that treap a path: every insert walks it, and its
+    recursive split/merge/walk went as deep as the book has levels, which killed a
+    process with a 1 MiB stack (SIGSEGV) at 40,000 levels. With a priority seed of its
+    own per book and iterative split, merge and walk, the same process builds them."""
+    n = 40_000
+    prios = np.array(fixed_seed_priorities(n), dtype=np.uint64)
+    prices = np.empty(n, dtype=np.uint32)
+    prices[np.argsort(prios, kind="stable")] = 1_000 + np.arange(n, dtype=np.uint32)
+    np.save(tmp_path / "prices.npy", prices)
+
+    def small_stack() -> None:
+        import resource
+        resource.setrlimit(resource.RLIMIT_STACK, (1 << 20, 1 << 20))
+
+    run = subprocess.run([sys.executable, "-c", TREAP_ADVERSARY, str(tmp_path / "prices.npy")],
+                         capture_output=True, text=True, timeout=60, check=False,
+                         preexec_fn=small_stack, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-1000:]
+    assert run.stdout.split() == ["[(1000,", "1,", "1)]", str(n)]

@@ -7,17 +7,35 @@ from __future__ import annotations
 import importlib
 import os
 import random
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from contract.dtypes import EVENT_DTYPE
 from contract.itch_errors import ItchError
-from contract.shard import WORKERS_MAX, default_workers, merge_books_csv, owner
-from naive.itch import AddOrder, OrderDelete, OrderExecuted, OrderReplace, frame
+from contract.shard import WORKERS_MAX, default_workers, merge_books_csv, owner, usable_cpus
+from naive.itch import (
+    AddOrder,
+    AddOrderMpid,
+    OrderCancel,
+    OrderDelete,
+    OrderExecuted,
+    OrderExecutedWithPrice,
+    OrderReplace,
+    StockDirectory,
+    StockTradingAction,
+    SystemEvent,
+    frame,
+)
 from optimized import _native
 from twinmatch.gen import market_day_bytes, write_itch_flow
 from twinmatch.itch_samples import random_stream
+
+from . import test_market as market_suite
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -73,9 +91,7 @@ def shard(impl: str, data: bytes, mode: str, **kw: Any) -> dict[str, Any]:
 
 
 def assert_same(got: dict[str, Any], want: dict[str, Any]) -> None:
-    """Equal to one market. (The hostile feed's random adds reuse references such as 0
-    and 2^64-1 across locates: ``conflicts`` counts them, and here every such add is
-    rejected anyway for its side or price, so the results still agree.)"""
+    """Equal to one market: fills (in stream order), books, counts, live orders."""
     assert np.array_equal(got["fills"], want["fills"])
     assert got["fills"].dtype == want["fills"].dtype
     assert got["books_csv"] == want["books_csv"]
@@ -108,7 +124,7 @@ def test_optimized_equals_one_market_for_1_to_4_workers(design: str, day: bytes,
             got = shard("optimized", data, mode, workers=workers, design=design, capacity=64)
             assert_same(got, want)
             check_counts(got)
-            assert got["conflicts"] == 0 or data is hostile
+            assert got["conflicts"] == 0 or data is hostile  # a day never asks
 
 
 @pytest.mark.parametrize("design", DESIGNS)
@@ -186,18 +202,166 @@ def test_reference_under_another_locate(impl: str, design: str) -> None:
             assert want["counts"]["anomalies"]["locate_mismatch"] == 3
 
 
+def backend(impl: str) -> dict[str, Any]:
+    """The naive twin's threads (quick to start); the processes backend has its own tests."""
+    return {"backend": "threads"} if impl == "naive" else {}
+
+
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("design", DESIGNS)
-def test_reference_reused_across_workers_is_counted(impl: str, design: str) -> None:
+def test_add_of_a_reference_live_on_another_worker(impl: str, design: str) -> None:
     """An add of a reference live on another worker's symbol: one market calls it a
-    duplicate; a shard cannot see that without asking the other worker, so it says so."""
+    duplicate and ignores it; so does a shard, after the writer has asked the worker
+    that may hold the reference (``conflicts`` counts the questions)."""
     a, b = two_locates(2)
     data = msgs(AddOrder(a, 0, 1, 100, b"B", 500, b"AAAA    ", 10_000),
-                AddOrder(b, 0, 2, 100, b"S", 300, b"BBBB    ", 10_100))
-    got = shard(impl, data, "book", workers=2, design=design,
-                **({"backend": "threads"} if impl == "naive" else {}))
-    assert got["conflicts"] == 1
-    assert single(impl, data, "book")["counts"]["anomalies"]["duplicate_ref"] == 1
+                AddOrder(b, 0, 2, 100, b"S", 300, b"BBBB    ", 10_100),
+                OrderExecuted(b, 0, 3, 100, 50, 1))
+    for mode in ("book", "match"):
+        got = shard(impl, data, mode, workers=2, design=design, **backend(impl))
+        assert_same(got, single(impl, data, mode))
+        assert got["conflicts"] == 1
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("design", DESIGNS)
+def test_replace_onto_a_reference_live_on_another_worker(impl: str, design: str) -> None:
+    """Issue 29 (1): a U whose new reference is live on another worker. One market
+    counts a duplicate and keeps the old order; both designs used to apply it, leaving
+    two live orders with one reference (and ``conflicts`` at 0)."""
+    a, b = two_locates(2)
+    data = msgs(
+        AddOrder(a, 0, 1, 100, b"B", 500, b"AAAA    ", 10_000),
+        AddOrder(b, 0, 2, 200, b"S", 300, b"BBBB    ", 10_100),
+        OrderReplace(b, 0, 3, 100, 200, 40, 10_001),  # 200 lives on b: a duplicate
+        OrderExecuted(a, 0, 4, 200, 10, 1),           # the only 200: b's
+        OrderReplace(a, 0, 5, 200, 100, 40, 10_050),  # and 100 lives on a
+        OrderDelete(b, 0, 6, 100),                    # 100 is still a's, as it was
+        OrderReplace(a, 0, 7, 200, 300, 50, 10_200),  # now a fresh reference: applied
+        OrderDelete(a, 0, 8, 300),
+    )
+    for mode in ("book", "match"):
+        for workers in (2, 3):
+            got = shard(impl, data, mode, workers=workers, design=design, capacity=2,
+                        **backend(impl))
+            want = single(impl, data, mode)
+            assert_same(got, want)
+            check_counts(got)
+        assert want["live_orders"] == 0
+        bad = want["counts"]["anomalies" if mode == "book" else "rejects"]
+        assert bad["duplicate_ref" if mode == "book" else "duplicate_id"] == 2
+
+
+def test_naive_processes_ask_their_workers() -> None:
+    """The processes backend: the writer's question goes through the worker's queue and
+    the answer comes back through another (a process's market is not readable here)."""
+    data = itch_bytes(market_suite.random_stream(4, 600))
+    for mode in ("book", "match"):
+        want = single("naive", data, mode)
+        for design in DESIGNS:
+            got = shard("naive", data, mode, workers=3, design=design, capacity=64)
+            assert_same(got, want)
+            assert got["conflicts"] > 0
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("design", DESIGNS)
+def test_rejected_replace_moves_no_reference(impl: str, design: str) -> None:
+    """Issue 29 (2): a U that the market rejects on its own fields (price 0, 0 shares)
+    leaves the old order where it was; the routed writer used to move the reference
+    anyway, so a later D under another worker's locate went astray (never deleted)."""
+    a, b = two_locates(2)
+    data = msgs(
+        AddOrder(a, 0, 1, 100, b"B", 500, b"AAAA    ", 10_000),
+        AddOrder(a, 0, 2, 200, b"S", 500, b"AAAA    ", 10_500),
+        OrderReplace(b, 0, 3, 100, 101, 40, 0),       # price 0: bad_price
+        OrderReplace(b, 0, 4, 200, 201, 0, 10_400),   # 0 shares: bad_shares
+        OrderDelete(b, 0, 5, 100),                    # under b: still found by reference
+        OrderDelete(b, 0, 6, 200),
+    )
+    for mode in ("book", "match"):
+        got = shard(impl, data, mode, workers=2, design=design, **backend(impl))
+        want = single(impl, data, mode)
+        assert_same(got, want)
+        assert want["live_orders"] == 0
+
+
+def itch_bytes(rows: np.ndarray) -> bytes:
+    """EVENT_DTYPE rows (the market suite's streams) as framed ITCH records."""
+    out = []
+    for r in rows.tolist():
+        ts, ref, new_ref, match, shares, price, loc, kind, side, printable, stock = r
+        stock8 = (stock or b"").ljust(8)[:8]
+        k = chr(kind)
+        rec: Any
+        if k in "AF":
+            rec = (AddOrder(loc, 0, ts, ref, bytes([side]), shares, stock8, price) if k == "A"
+                   else AddOrderMpid(loc, 0, ts, ref, bytes([side]), shares, stock8, price,
+                                     b"MPID"))
+        elif k == "E":
+            rec = OrderExecuted(loc, 0, ts, ref, shares, match)
+        elif k == "C":
+            rec = OrderExecutedWithPrice(loc, 0, ts, ref, shares, match,
+                                         bytes([printable or ord("Y")]), price)
+        elif k == "X":
+            rec = OrderCancel(loc, 0, ts, ref, shares)
+        elif k == "D":
+            rec = OrderDelete(loc, 0, ts, ref)
+        elif k == "U":
+            rec = OrderReplace(loc, 0, ts, ref, new_ref, shares, price)
+        elif k == "R":
+            rec = StockDirectory(loc, 0, ts, stock8, b"Q", b"N", 100, b"N", b"C", b"Z ",
+                                 b"P", b"N", b"N", b"1", b"N", 0, b"N")
+        elif k == "H":
+            rec = StockTradingAction(loc, 0, ts, stock8, bytes([side]), b" ", b"    ")
+        else:
+            rec = SystemEvent(loc, 0, ts, b"O")
+        out.append(frame(rec))
+    return b"".join(out)
+
+
+def same_as_one_market(data: bytes, impls: tuple[str, ...] = IMPLS,
+                       workers: tuple[int, ...] = (1, 2, 3, 4)) -> None:
+    """Every twin, design, mode and worker count: one market's results."""
+    for impl in impls:
+        for mode in ("book", "match"):
+            want = single(impl, data, mode)
+            for design in DESIGNS:
+                for n in workers:
+                    got = shard(impl, data, mode, workers=n, design=design, capacity=8,
+                                **backend(impl))
+                    assert_same(got, want)
+                    check_counts(got)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_market_suites_random_streams_sharded(seed: int) -> None:
+    """The market suite's hostile streams (tests/test_market.py's random_stream:
+    references reused across locates, named under other locates, bad on purpose) give
+    one market's results for every worker count, both designs, both twins."""
+    same_as_one_market(itch_bytes(market_suite.random_stream(seed, 1_500)))
+
+
+def test_market_suites_anomaly_cases_sharded() -> None:
+    for rows, _ in market_suite.ANOMALY_CASES.values():
+        same_as_one_market(itch_bytes(market_suite.events(*rows)), workers=(1, 2, 3))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("RHAAAFEXDUUC"),
+                          st.sampled_from(market_suite.EDGE_LOCATES), st.integers(1, 10),
+                          st.sampled_from("BS"), st.integers(0, 30),
+                          st.sampled_from(market_suite.MATCH_PRICES), st.integers(1, 10)),
+                max_size=80))
+def test_sharded_equals_one_market_on_hostile_streams(
+        rows: list[tuple[str, int, int, str, int, int, int]]) -> None:
+    """The market suite's hypothesis streams (its edge locates and match-mode prices, few
+    references so that they collide across symbols all the time): both twins, both
+    designs, 1..4 workers, one market's results."""
+    stream = [(i, ref, new_ref, 0, shares, price, locate, ord(kind), ord(side), 0,
+               f"S{locate}".encode().ljust(8) if kind == "R" else b"")
+              for i, (kind, locate, ref, side, shares, price, new_ref) in enumerate(rows)]
+    same_as_one_market(itch_bytes(np.array(stream, dtype=EVENT_DTYPE)))
 
 
 @pytest.mark.parametrize("readers", [1, 2, 4])
@@ -207,6 +371,15 @@ def test_broadcast_ring_every_reader_sees_every_item_in_order(readers: int) -> N
         seen, in_order = _native.broadcast_stress(items, capacity, readers)
         assert seen == [items] * readers
         assert in_order
+
+
+@pytest.mark.parametrize("capacity", [2, 64, 1024, 1 << 16])
+def test_broadcast_ring_slots_start_on_a_cache_line(capacity: int) -> None:
+    """A ShardSlot is 64 bytes: one event per line only if the first slot starts on a
+    line (a std::vector of them started 16 bytes into one, so every slot straddled two
+    lines and neighbours shared one between the writer and the readers)."""
+    for readers in (1, 3):
+        assert _native.broadcast_slots_offset(capacity, readers) == 0
 
 
 def test_shard_stress_tiny_rings_more_threads_than_cpus(day: bytes) -> None:
@@ -276,9 +449,53 @@ def test_owner_same_in_both_languages() -> None:
 
 
 def test_default_workers_follow_the_affinity_mask() -> None:
-    assert default_workers() == max(1, len(os.sched_getaffinity(0)) - 1)
+    assert 1 <= usable_cpus() <= len(os.sched_getaffinity(0))
+    assert default_workers() == max(1, usable_cpus() - 1)
     for impl in IMPLS:
         assert importlib.import_module(f"{impl}.shard").Shard().workers == default_workers()
+
+
+def fake_cgroups(tmp_path: Path, v2_max: str | None, v1: tuple[str, str] | None) -> None:
+    """A /proc/self/cgroup and a cgroup tree under tmp_path: v2 (a quota on the parent
+    of this process's cgroup) and/or v1 (cpu,cpuacct)."""
+    lines = []
+    if v2_max is not None:
+        (tmp_path / "fs" / "a" / "b").mkdir(parents=True)
+        (tmp_path / "fs" / "a" / "cpu.max").write_text(v2_max + "\n")
+        (tmp_path / "fs" / "a" / "b" / "cpu.max").write_text("max 100000\n")
+        lines.append("0::/a/b")
+    if v1 is not None:
+        d = tmp_path / "fs" / "cpu,cpuacct" / "x"
+        d.mkdir(parents=True)
+        (d / "cpu.cfs_quota_us").write_text(v1[0] + "\n")
+        (d / "cpu.cfs_period_us").write_text(v1[1] + "\n")
+        lines.insert(0, "3:cpu,cpuacct:/x")
+    (tmp_path / "cgroup").write_text("\n".join(lines) + "\n")
+
+
+@pytest.mark.parametrize(("v2_max", "v1", "cpus"), [
+    ("150000 100000", None, 2),         # 1.5 CPUs of time: 2 busy threads at most
+    ("max 100000", None, 8),            # no quota: the affinity mask
+    (None, ("300000", "100000"), 3),    # cgroup v1
+    (None, ("-1", "100000"), 8),        # v1, no quota
+    ("50000 100000", ("-1", "100000"), 1),
+])
+def test_default_workers_honour_the_cgroup_cpu_quota(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, v2_max: str | None,
+        v1: tuple[str, str] | None, cpus: int) -> None:
+    """A container's CPU quota (cgroup cpu.max, or v1's cfs quota) caps the CPUs a
+    process can keep busy, whatever its affinity mask says: 8 CPUs in the mask, a
+    quota of 1.5 CPUs -> 2 usable -> 1 book worker."""
+    import contract.shard as cs
+
+    fake_cgroups(tmp_path, v2_max, v1)
+    monkeypatch.setattr(cs, "PROC_CGROUP", tmp_path / "cgroup")
+    monkeypatch.setattr(cs, "CGROUP_ROOT", tmp_path / "fs")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    assert cs.usable_cpus() == cpus
+    assert cs.default_workers() == max(1, cpus - 1)
+    for impl in IMPLS:
+        assert importlib.import_module(f"{impl}.shard").Shard().workers == max(1, cpus - 1)
 
 
 def test_merge_books_csv_orders_by_locate() -> None:

@@ -283,14 +283,15 @@ def replay_many_cmd(args: argparse.Namespace) -> int:
     the per-file reports merged (twinmatch/multi_replay.py)."""
     import json
 
-    from twinmatch.multi_replay import format_many, replay_many
+    from contract.shard import usable_cpus
+    from twinmatch.multi_replay import Stopped, format_many, replay_many
 
     if args.fills or args.books or args.pipeline:
         return _bad_argument("replay", ValueError(
             "--fills, --books and --pipeline take one file, without --workers or --cluster"))
-    # --cluster local without --workers: one worker per CPU this process may use
+    # --cluster local without --workers: one worker per CPU this process can keep busy
     workers = args.workers if args.workers is not None else (
-        len(os.sched_getaffinity(0)) if args.cluster == "local" else 1)
+        usable_cpus() if args.cluster == "local" else 1)
     if workers < 1:
         return _bad_argument("replay", ValueError(f"--workers must be at least 1, got {workers}"))
     for path in args.file:
@@ -299,6 +300,9 @@ def replay_many_cmd(args: argparse.Namespace) -> int:
             return _bad_argument("replay", ValueError(problem))
     try:
         report = replay_many(args.file, args.impl, args.mode, workers, args.cluster)
+    except Stopped as stop:  # SIGINT / SIGTERM: the workers are gone, nothing written
+        print(f"twinmatch replay: {stop}", file=sys.stderr)
+        return 128 + stop.signum
     except (ValueError, OSError) as exc:
         return _feed_error("replay", exc)
     print(json.dumps(report, indent=2) if args.json else format_many(report), end="\n"

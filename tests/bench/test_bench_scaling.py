@@ -4,13 +4,15 @@ The workload is a generated market-data day (``market_day_bytes``, book mode: th
 handler rebuilding NASDAQ's books), held in memory as framed ITCH. What each includes:
 
 * ``shard`` (optimized; ``design`` broadcast / routed, ``workers`` 1 / 2): the whole
-  ``Shard.run``: the writer thread decoding every record and handing each event over
-  (broadcast: one ring all workers read; routed: the reference -> locate map, the hash,
-  one SPSC ring per worker), the workers applying theirs to their Markets, the join;
+  ``Shard.run``: the writer thread decoding every record, keeping its reference ->
+  locate map (broadcast: A F U D only) and handing each event over (broadcast: one ring
+  all workers read; routed: the hash, one SPSC ring per worker), the workers applying
+  theirs to their Markets, the join;
   then (outside the native run, still timed) the merge of the fills and books CSVs.
   Threads are started and joined inside each timed run.
 * ``writer`` (optimized; broadcast / routed): the writer alone, no ring and no worker:
-  decode every record (routed: and resolve the reference and hash the locate). Its
+  decode every record and keep the map (routed: of every event by reference, and
+  hash the locate; broadcast: of A F U D). Its
   messages per second is the ceiling of the sharded market for any number of workers.
 * ``one-market`` (optimized): ``Market.run_itch`` over the buffer in the calling thread:
   decode and apply in one pass, no threads (chapter 5's replay without the file).
