@@ -34,11 +34,13 @@ from __future__ import annotations
 import errno
 import os
 import struct
+import threading
 import zlib
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -47,6 +49,7 @@ from contract.dtypes import OP_LIMIT, OPS_DTYPE, as_records
 __all__ = [
     "BUFFER_RECORDS",
     "FILE_HEADER",
+    "FlushTimer",
     "FILE_HEADER_SIZE",
     "JOURNAL_MAGIC",
     "JOURNAL_VERSION",
@@ -248,6 +251,69 @@ class Outbox:
     def __len__(self) -> int:
         return len(self._held)
 # --8<-- [end:outbox]
+
+
+class FlushTimer:
+    """The timer policy's timer, for a caller with no event loop of its own: a thread
+    that sleeps until the journal's ``due_in()`` and then calls the engine's ``poll()``.
+
+    Use the engine (either twin's) only through it while it runs: a lock keeps the
+    thread and the caller from using the engine at once, and every released output
+    goes to ``deliver``, in order, from the thread that released it (with the lock
+    held: a slow ``deliver`` delays ``submit``). A write that fails in the thread is
+    kept in ``error``; the caller's next call raises it again (WriterFailed).
+    """
+
+    def __init__(self, engine: Any, deliver: Callable[[list[Output]], None]) -> None:
+        self.engine = engine
+        self.deliver = deliver
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._kick = threading.Event()  # set when the clock may start, or at close
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="journal-timer",
+                                        daemon=True)
+        self._thread.start()
+
+    def submit(self, ops: np.ndarray) -> None:
+        with self._lock:
+            self._send(self.engine.submit(ops))
+        self._kick.set()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._send(self.engine.flush())
+
+    def close(self) -> None:
+        """Stop the thread, then flush: every output is delivered."""
+        with self._lock:
+            self._stopping = True
+        self._kick.set()
+        self._thread.join(timeout=10)
+        self.flush()
+
+    def _send(self, outputs: list[Output]) -> None:
+        if outputs:
+            self.deliver(outputs)
+
+    # --8<-- [start:timer]
+    def _run(self) -> None:
+        """The thread: sleep until the oldest pending record is due, flush, deliver."""
+        wait: float | None = None  # None: nothing pending, sleep until kicked
+        while True:
+            self._kick.wait(wait)
+            with self._lock:
+                self._kick.clear()  # under the lock: a submit after this kicks again
+                if self._stopping:
+                    return
+                try:
+                    self._send(self.engine.poll())
+                except Exception as exc:  # noqa: BLE001 - the caller meets it next
+                    self.error = exc
+                    return
+                journal = self.engine.journal
+                wait = None if journal is None else journal.due_in()
+    # --8<-- [end:timer]
 
 
 # ------------------------------------------------------------------ snapshots

@@ -44,6 +44,7 @@ from contract.journal import (
     BUFFER_RECORDS,
     FILE_HEADER_SIZE,
     RECORD_SIZE,
+    FlushTimer,
     JournalError,
     JournalLocked,
     books_csv,
@@ -864,3 +865,29 @@ def test_cli_on_a_full_disk(full_disk: Path, impl: str,
     _, scan = TWINS[impl].read_journal(j)
     assert acks and scan.last_seq >= acks[-1] and scan.torn_bytes == 0
     assert sorted(p.name for p in full_disk.iterdir()) in (["j", "j.lock", "s"], ["j", "j.lock"])
+
+
+def test_flush_timer_answers_when_traffic_stops(twin: ModuleType, tmp_path: Path) -> None:
+    """With no event loop to call poll(), FlushTimer's thread is the timer: the last
+    outputs are delivered about interval_ms after traffic stops, with no further call,
+    every output once and in order."""
+    import threading
+
+    ops = order_flow(200, seed=11)
+    got: list[Any] = []
+    arrived = threading.Event()
+
+    def deliver(outputs: list[Any]) -> None:
+        got.extend(outputs)
+        if got[-1].last_seq == len(ops):
+            arrived.set()
+
+    with twin.JournalWriter(tmp_path / "j", "timer", interval_ms=30) as w:
+        timer = FlushTimer(twin.Engine(w), deliver)
+        for at in range(0, len(ops), 7):
+            timer.submit(ops[at:at + 7])
+        assert arrived.wait(timeout=10), "the timer never flushed"
+        assert w.flushed_seq == len(ops) and timer.error is None
+        timer.close()
+    assert [(o.first_seq, o.last_seq) for o in got] == \
+        [(at + 1, min(at + 7, len(ops))) for at in range(0, len(ops), 7)]
