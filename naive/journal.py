@@ -174,6 +174,7 @@ class JournalWriter:
         assert self.policy == POLICY_TIMER
         return time.monotonic_ns() - self._oldest >= self.interval_ns
 
+    # --8<-- [start:fail]
     def _fail(self, code: int, whole: int, ack: bool) -> NoReturn:
         """The writer's one failure: keep the ``whole`` records that reached the file
         (flushed if ``ack``), cut a partial one off, drop the rest; raise the error."""
@@ -188,6 +189,7 @@ class JournalWriter:
             pass  # best effort: a reader drops a torn tail anyway
         self.failed = code
         raise OSError(code, os.strerror(code), self.path)
+    # --8<-- [end:fail]
 
     def _check(self) -> None:
         if self.failed:
