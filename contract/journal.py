@@ -31,12 +31,16 @@ A snapshot file (the books, written atomically: :func:`write_snapshot`)::
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
+import threading
 import zlib
+from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -45,11 +49,15 @@ from contract.dtypes import OP_LIMIT, OPS_DTYPE, as_records
 __all__ = [
     "BUFFER_RECORDS",
     "FILE_HEADER",
+    "FlushTimer",
     "FILE_HEADER_SIZE",
     "JOURNAL_MAGIC",
     "JOURNAL_VERSION",
     "JournalError",
+    "JournalLocked",
     "JournalScan",
+    "Outbox",
+    "Output",
     "PAYLOAD_SIZE",
     "POLICIES",
     "POLICY_BATCH",
@@ -67,7 +75,9 @@ __all__ = [
     "SCAN_SHORT_HEADER",
     "SEQUENCE",
     "SNAPSHOT_MAGIC",
+    "WriterFailed",
     "books_csv",
+    "journal_paths",
     "writer_args",
     "read_snapshot",
     "scan_message",
@@ -87,13 +97,14 @@ PAYLOAD_SIZE: Final = SEQUENCE.size + OPS_DTYPE.itemsize  # 8 + 32 = 40
 RECORD_SIZE: Final = RECORD_HEADER_SIZE + PAYLOAD_SIZE    # 48
 
 # Flush policies: when appended records are handed to the operating system (write(2)).
-# A record is acknowledged once it has been handed over: a process killed after that
-# loses nothing (the kernel has the bytes); only a machine that loses power can, unless
-# the writer also calls fsync(2), which the ``fsync`` option of both writers does.
+# A record is *flushed* once it has been handed over: a process killed after that loses
+# nothing (the kernel has the bytes); a machine that loses power can, unless the writer
+# also calls fsync(2) at each flush (the writers' ``fsync`` option). The engine releases
+# a command's output (fills, rejects) only once its record is flushed: output commit.
 POLICY_EVERY: Final = 0   # one write per record
 POLICY_BATCH: Final = 1   # one write per ``batch`` records (and at flush/close)
-POLICY_TIMER: Final = 2   # a write when ``interval_ms`` has passed since the last one,
-                          # checked at each append (and at flush/close): no thread
+POLICY_TIMER: Final = 2   # a write once the oldest pending record has waited
+                          # ``interval_ms``: checked at each append and by poll()
 POLICIES: Final = ("every", "batch", "timer")
 # A writer buffers at most this many records: any policy also flushes when that many are
 # pending, so the C++ writer allocates its buffer once (native/journal.hpp kBufferRecords).
@@ -130,6 +141,31 @@ SCAN_BAD_LENGTH: Final = 4     # a record's length prefix is not PAYLOAD_SIZE
 SCAN_BAD_CRC: Final = 5        # a record's CRC does not match, and it is not the last
 SCAN_BAD_SEQUENCE: Final = 6   # not the previous sequence number plus one (the first is 1)
 # --8<-- [end:scan_codes]
+
+
+def journal_paths(path: str | os.PathLike[str]) -> tuple[str, str, str]:
+    """(lock file, temporary file, directory) of a journal, the same in both twins."""
+    name = os.fspath(path)
+    return name + ".lock", name + ".tmp", os.path.dirname(os.path.abspath(name))
+
+
+class WriterFailed(OSError):
+    """A journal writer whose write or fsync failed earlier: it takes no more records.
+
+    The failure itself was raised as the OSError that write(2) or fsync(2) gave; every
+    later append, flush or sync raises this, naming the same errno."""
+
+    def __init__(self, code: int, path: str) -> None:
+        super().__init__(code, f"journal: the writer failed earlier ({os.strerror(code)}); "
+                               "it takes no more records", path)
+
+
+class JournalLocked(OSError):
+    """A second writer on a journal that another writer (in any process) has open."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(errno.EWOULDBLOCK, "journal: another writer has this journal open "
+                         f"(it holds {journal_paths(path)[0]}); refusing a second", path)
 
 
 class JournalError(ValueError):
@@ -183,6 +219,103 @@ class JournalScan:
                 f"({self.torn_bytes} bytes, the file ends inside it)")
 
 
+# --8<-- [start:outbox]
+@dataclass(frozen=True, slots=True)
+class Output:
+    """What one ``Engine.submit`` produced: its fills and rejects (``op_index`` counts
+    from ``first_seq``), released only once the journal holds commands up to
+    ``last_seq`` (output commit)."""
+
+    first_seq: int
+    last_seq: int
+    fills: np.ndarray
+    rejects: np.ndarray
+
+
+class Outbox:
+    """Outputs held back until the journal covers their commands, released in order."""
+
+    def __init__(self) -> None:
+        self._held: deque[Output] = deque()
+
+    def hold(self, output: Output) -> None:
+        self._held.append(output)
+
+    def release(self, covered: int) -> list[Output]:
+        """Every held output whose commands all have sequence numbers <= ``covered``."""
+        out: list[Output] = []
+        while self._held and self._held[0].last_seq <= covered:
+            out.append(self._held.popleft())
+        return out
+
+    def __len__(self) -> int:
+        return len(self._held)
+# --8<-- [end:outbox]
+
+
+class FlushTimer:
+    """The timer policy's timer, for a caller with no event loop of its own: a thread
+    that sleeps until the journal's ``due_in()`` and then calls the engine's ``poll()``.
+
+    Use the engine (either twin's) only through it while it runs: a lock keeps the
+    thread and the caller from using the engine at once, and every released output
+    goes to ``deliver``, in order, from the thread that released it (with the lock
+    held: a slow ``deliver`` delays ``submit``). A write that fails in the thread is
+    kept in ``error``; the caller's next call raises it again (WriterFailed).
+    """
+
+    def __init__(self, engine: Any, deliver: Callable[[list[Output]], None]) -> None:
+        self.engine = engine
+        self.deliver = deliver
+        self.error: BaseException | None = None
+        self._lock = threading.Lock()
+        self._kick = threading.Event()  # set when the clock may start, or at close
+        self._stopping = False
+        self._thread = threading.Thread(target=self._run, name="journal-timer",
+                                        daemon=True)
+        self._thread.start()
+
+    def submit(self, ops: np.ndarray) -> None:
+        with self._lock:
+            self._send(self.engine.submit(ops))
+        self._kick.set()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._send(self.engine.flush())
+
+    def close(self) -> None:
+        """Stop the thread, then flush: every output is delivered."""
+        with self._lock:
+            self._stopping = True
+        self._kick.set()
+        self._thread.join(timeout=10)
+        self.flush()
+
+    def _send(self, outputs: list[Output]) -> None:
+        if outputs:
+            self.deliver(outputs)
+
+    # --8<-- [start:timer]
+    def _run(self) -> None:
+        """The thread: sleep until the oldest pending record is due, flush, deliver."""
+        wait: float | None = None  # None: nothing pending, sleep until kicked
+        while True:
+            self._kick.wait(wait)
+            with self._lock:
+                self._kick.clear()  # under the lock: a submit after this kicks again
+                if self._stopping:
+                    return
+                try:
+                    self._send(self.engine.poll())
+                except Exception as exc:  # noqa: BLE001 - the caller meets it next
+                    self.error = exc
+                    return
+                journal = self.engine.journal
+                wait = None if journal is None else journal.due_in()
+    # --8<-- [end:timer]
+
+
 # ------------------------------------------------------------------ snapshots
 
 def snapshot_bytes(last_seq: int, resting: np.ndarray) -> bytes:
@@ -202,19 +335,23 @@ def write_snapshot(path: str | os.PathLike[str], last_seq: int, resting: np.ndar
     renamed over ``path`` (rename is atomic within a file system); then the directory
     is fsync'ed so the rename itself survives a power cut. A crash at any point leaves
     the previous snapshot in place (and perhaps a stale ``.tmp`` that the next
-    snapshot overwrites).
+    snapshot overwrites); a failed write removes the ``.tmp`` and raises.
     """
     target = Path(path)
     tmp = target.with_name(target.name + ".tmp")
     data = snapshot_bytes(last_seq, resting)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view):]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except OSError:
+        tmp.unlink(missing_ok=True)  # a full disk: no half-written file is left
+        raise
     os.replace(tmp, target)
     dir_fd = os.open(target.parent, os.O_RDONLY)
     try:

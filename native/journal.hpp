@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "dtypes.hpp"
@@ -84,45 +85,76 @@ enum Policy : std::uint8_t { kEvery = 0, kBatch = 1, kTimer = 2 };  // contract 
 // the buffer is allocated once, at open (contract.journal.BUFFER_RECORDS).
 inline constexpr std::uint32_t kBufferRecords = 4096;
 
-// --8<-- [start:writer]
 class Writer {
 public:
-    // resume_at < 0: a new journal (truncated, header written). Otherwise an existing
-    // one already checked by scan(): cut at resume_at (the end of its last good record)
-    // and continued from next_seq. Errors are errno values, read by the binding.
-    int open(const char* path, Policy policy, std::uint32_t batch, std::int64_t interval_ns,
-             bool fsync, std::int64_t resume_at, std::uint64_t next_seq) {
+    // --8<-- [start:writer_open]
+    // Step 1 of opening: take the journal's lock (the file `lock_path`, next to it). A
+    // second writer, in this process or another, gets EWOULDBLOCK instead of a file in
+    // which two engines interleave records. Errors are errno values (the binding reads).
+    int lock(const char* lock_path) {
+        lock_fd_ = ::open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (lock_fd_ < 0) return errno;
+        if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0) return errno;
+        return 0;
+    }
+
+    // Step 2, a new journal: the header goes to `tmp`, is fsync'ed, and is renamed
+    // over `path`, then the directory is fsync'ed. A crash or a full disk at any point
+    // leaves the old file (or none) at `path`, never a torn header.
+    int create(const char* path, const char* tmp, const char* dir) {
+        fd_ = ::open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (fd_ < 0) return errno;
+        FileHeader h{};
+        std::memcpy(h.magic, kMagic, 8);
+        h.version = kVersion;
+        h.payload_size = kPayload;
+        std::size_t done = 0;
+        int e = write_all(&h, sizeof h, done);
+        if (e == 0 && ::fsync(fd_) != 0) e = errno;
+        if (e == 0 && ::rename(tmp, path) != 0) e = errno;
+        if (e == 0) e = fsync_dir(dir);
+        if (e != 0) {
+            ::close(fd_);
+            fd_ = -1;
+            ::unlink(tmp);  // nothing half-made stays behind (after a rename: no tmp)
+            return e;
+        }
+        start(sizeof h, 1);
+        return 0;
+    }
+    // --8<-- [end:writer_open]
+
+    // Step 2, an existing journal already checked by scan(): cut at resume_at (the end
+    // of its last good record) and continue from next_seq.
+    int resume(const char* path, std::uint64_t resume_at, std::uint64_t next_seq) {
+        fd_ = ::open(path, O_WRONLY | O_CLOEXEC);
+        if (fd_ < 0) return errno;
+        auto at = static_cast<off_t>(resume_at);
+        if (::ftruncate(fd_, at) != 0 || ::lseek(fd_, at, SEEK_SET) < 0) return errno;
+        start(resume_at, next_seq);
+        return 0;
+    }
+
+    void configure(Policy policy, std::uint32_t batch, std::int64_t interval_ns, bool fsync) {
         policy_ = policy;
         batch_ = batch;
         interval_ns_ = interval_ns;
         fsync_ = fsync;
-        next_seq_ = next_seq;
-        flushed_seq_ = next_seq - 1;
         buf_.resize(kBufferRecords);  // the one allocation
-        if (resume_at < 0) {
-            fd_ = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-            if (fd_ < 0) return errno;
-            FileHeader h{};
-            std::memcpy(h.magic, kMagic, 8);
-            h.version = kVersion;
-            h.payload_size = kPayload;
-            if (int e = write_all(&h, sizeof h)) return e;
-        } else {
-            fd_ = ::open(path, O_WRONLY | O_CLOEXEC);
-            if (fd_ < 0) return errno;
-            if (::ftruncate(fd_, resume_at) != 0 || ::lseek(fd_, resume_at, SEEK_SET) < 0)
-                return errno;
-        }
-        last_flush_ = now_ns();
-        return 0;
     }
-    ~Writer() {
-        if (fd_ >= 0) ::close(fd_);  // the binding flushes before; this only frees the fd
+    ~Writer() {  // the binding flushes before; this only frees the descriptors
+        if (fd_ >= 0) ::close(fd_);
+        if (lock_fd_ >= 0) ::close(lock_fd_);
     }
 
+    // --8<-- [start:writer]
     // The hot path: fill the next buffered record in place, maybe flush. No allocation.
+    // A failed writer takes nothing (one branch per call); a failed flush empties the
+    // buffer (fail()), so pending_ never passes kBufferRecords.
     int append(const OpRecord* ops, std::size_t n) {
+        if (failed_ != 0) return failed_;
         for (std::size_t k = 0; k < n; ++k) {
+            if (pending_ == 0 && policy_ == kTimer) oldest_ = now_ns();
             Record& r = buf_[pending_++];
             r.length = kPayload;
             r.seq = next_seq_++;
@@ -134,69 +166,140 @@ public:
         return 0;
     }
 
+    // Hand the pending records to the OS (and fsync, if asked): then they are
+    // acknowledged. On an error, only the whole records that reached the file count
+    // (write(2) may stop part-way); the rest are dropped and the writer fails for good.
     int flush() {
+        if (failed_ != 0) return failed_;
         if (pending_ > 0) {
-            if (int e = write_all(buf_.data(), pending_ * sizeof(Record))) return e;
+            std::size_t done = 0;
+            int e = write_all(buf_.data(), pending_ * sizeof(Record), done);
+            std::size_t whole = done / sizeof(Record);
+            end_ += whole * sizeof(Record);
+            if (e != 0) return fail(e, whole, !fsync_);  // fsync asked: none acked
+            if (fsync_ && ::fsync(fd_) != 0) return fail(errno, whole, false);
+            if (fsync_) synced_seq_ = next_seq_ - 1;
             pending_ = 0;
-            if (fsync_ && ::fsync(fd_) != 0) return errno;
             ++flushes_;
         }
         flushed_seq_ = next_seq_ - 1;
-        last_flush_ = now_ns();
+        return 0;
+    }
+    // --8<-- [end:writer]
+
+    // Flush, then fsync whatever policy: every record up to flushed_seq survives a
+    // power cut. A snapshot calls this first (native and naive Engine.snapshot).
+    int sync() {
+        if (int e = flush()) return e;
+        if (synced_seq_ == flushed_seq_) return 0;
+        if (::fsync(fd_) != 0) return fail(errno, 0, false);
+        synced_seq_ = flushed_seq_;
         return 0;
     }
 
-    int close() {
-        if (fd_ < 0) return 0;
+    // The timer policy's clock, checked from outside append: flush if the oldest
+    // pending record has waited interval_ns. Returns 1 if it flushed, or -errno.
+    int poll() {
+        if (failed_ != 0 || pending_ == 0 || policy_ != kTimer) return 0;
+        if (now_ns() - oldest_ < interval_ns_) return 0;
         int e = flush();
-        if (::close(fd_) != 0 && e == 0) e = errno;
-        fd_ = -1;
+        return e != 0 ? -e : 1;
+    }
+    // Nanoseconds until poll() must flush (0: now), or -1 if nothing is waiting on the
+    // timer (nothing pending, or another policy).
+    std::int64_t due_in_ns() const {
+        if (failed_ != 0 || pending_ == 0 || policy_ != kTimer) return -1;
+        std::int64_t left = oldest_ + interval_ns_ - now_ns();
+        return left > 0 ? left : 0;
+    }
+
+    // Flush, close, release the lock. A writer that failed before just closes: its
+    // failure was reported when it happened.
+    int close() {
+        int e = 0;
+        if (fd_ >= 0) {
+            bool was_failed = failed_ != 0;
+            if (!was_failed) e = flush();
+            if (::close(fd_) != 0 && !was_failed && e == 0) e = errno;
+            fd_ = -1;
+        }
+        if (lock_fd_ >= 0) {  // closing the descriptor releases the lock
+            ::close(lock_fd_);
+            lock_fd_ = -1;
+        }
         return e;
     }
 
     bool is_open() const { return fd_ >= 0; }
+    int failed() const { return failed_; }
     std::uint64_t next_seq() const { return next_seq_; }
     std::uint64_t flushed_seq() const { return flushed_seq_; }
+    std::uint64_t synced_seq() const { return synced_seq_; }
     std::uint64_t flushes() const { return flushes_; }
 
 private:
+    void start(std::uint64_t end, std::uint64_t next_seq) {
+        end_ = end;
+        next_seq_ = next_seq;
+        flushed_seq_ = synced_seq_ = next_seq - 1;  // what is in the file is old news
+    }
+    // The writer's one failure: keep the `whole` records that reached the file (they
+    // are acknowledged if `ack`), cut a partial record off (best effort: if the cut
+    // fails too, a reader drops the torn tail), drop the rest, refuse all else.
+    int fail(int e, std::size_t whole, bool ack) {
+        std::uint64_t in_file = next_seq_ - 1 - pending_ + whole;
+        if (ack) flushed_seq_ = in_file;
+        next_seq_ = in_file + 1;
+        pending_ = 0;
+        (void)::ftruncate(fd_, static_cast<off_t>(end_));
+        failed_ = e;
+        return e;
+    }
     bool due() const {
         if (pending_ == kBufferRecords) return true;  // the buffer is full: any policy
         switch (policy_) {
             case kEvery: return true;
             case kBatch: return pending_ >= batch_;
-            default: return now_ns() - last_flush_ >= interval_ns_;
+            default: return now_ns() - oldest_ >= interval_ns_;
         }
     }
     static std::int64_t now_ns() {  // CLOCK_MONOTONIC, as Python's time.monotonic_ns
         return std::chrono::duration_cast<std::chrono::nanoseconds>(
                    std::chrono::steady_clock::now().time_since_epoch()).count();
     }
-    int write_all(const void* data, std::size_t n) {
+    // write(2) until all n bytes are in or an error: `done` says how many got in.
+    int write_all(const void* data, std::size_t n, std::size_t& done) {
         const auto* p = static_cast<const char*>(data);
-        while (n > 0) {
-            ssize_t w = ::write(fd_, p, n);
+        while (done < n) {
+            ssize_t w = ::write(fd_, p + done, n - done);
             if (w < 0) {
                 if (errno == EINTR) continue;
                 return errno;
             }
-            p += w;
-            n -= static_cast<std::size_t>(w);
+            done += static_cast<std::size_t>(w);
         }
         return 0;
     }
+    static int fsync_dir(const char* dir) {  // so that a rename in it survives a power cut
+        int d = ::open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (d < 0) return errno;
+        int e = ::fsync(d) != 0 ? errno : 0;
+        ::close(d);
+        return e;
+    }
 
-    int fd_ = -1;
+    int fd_ = -1, lock_fd_ = -1;
+    int failed_ = 0;  // the errno of the write or fsync that failed; 0 while healthy
     Policy policy_ = kEvery;
     std::uint32_t batch_ = 1;
     std::int64_t interval_ns_ = 0;
     bool fsync_ = false;
-    std::uint64_t next_seq_ = 1, flushed_seq_ = 0, flushes_ = 0;
-    std::int64_t last_flush_ = 0;
+    std::uint64_t next_seq_ = 1, flushed_seq_ = 0, synced_seq_ = 0, flushes_ = 0;
+    std::uint64_t end_ = 0;     // bytes of the file that hold the header and whole records
+    std::int64_t oldest_ = 0;   // when the oldest pending record was appended (timer)
     std::vector<Record> buf_;
     std::size_t pending_ = 0;
 };
-// --8<-- [end:writer]
 
 // --8<-- [start:scan]
 // What scan() found: code is one of contract.journal's SCAN_* (0 = ok); on an error,

@@ -55,6 +55,14 @@ struct Busy {
     ~Busy() { flag = false; }
 };
 
+// Raise an exception of contract.journal (its class makes the words both twins use).
+template <class... Args>
+[[noreturn]] void raise_contract(const char* name, Args&&... args) {
+    nb::object exc = nb::module_::import_("contract.journal").attr(name)(args...);
+    PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(exc.ptr())), exc.ptr());
+    throw nb::python_error();
+}
+
 struct BoundWriter {
     journal::Writer w;
     std::string path;
@@ -62,8 +70,10 @@ struct BoundWriter {
     void check(int e) {
         if (e != 0) raise_errno(e, path);
     }
+    // The writer, if it may take records: not closed, not failed, not busy elsewhere.
     journal::Writer& open_writer() {
         if (busy) throw std::runtime_error("journal: busy in another thread");
+        if (w.failed() != 0) raise_contract("WriterFailed", w.failed(), path);
         if (!w.is_open()) throw nb::value_error("journal: the writer is closed");
         return w;
     }
@@ -173,20 +183,37 @@ void register_journal(nb::module_& m) {
                             "The C++ journal writer; optimized.journal.JournalWriter wraps it.")
         .def(
             "__init__",
-            [](BoundWriter* self, const std::string& path, int policy, std::uint32_t batch,
-               std::int64_t interval_ns, bool fsync, std::int64_t resume_at,
-               std::uint64_t next_seq) {
+            [](BoundWriter* self, const std::string& path, const std::string& lock_path,
+               int policy, std::uint32_t batch, std::int64_t interval_ns, bool fsync) {
                 if (policy < 0 || policy > 2) throw nb::value_error("journal: bad policy code");
                 if (batch < 1 || batch > journal::kBufferRecords)
                     throw nb::value_error("journal: batch must be in 1..4096");
-                if (next_seq < 1) throw nb::value_error("journal: next_seq must be >= 1");
+                if (interval_ns < 0) throw nb::value_error("journal: interval_ns must be >= 0");
                 new (self) BoundWriter();
                 self->path = path;
-                self->check(self->w.open(path.c_str(), journal::Policy(policy), batch,
-                                         interval_ns, fsync, resume_at, next_seq));
+                self->w.configure(journal::Policy(policy), batch, interval_ns, fsync);
+                int e = self->w.lock(lock_path.c_str());
+                if (e == EWOULDBLOCK) raise_contract("JournalLocked", path);
+                self->check(e);
             },
-            "path"_a, "policy"_a, "batch"_a, "interval_ns"_a, "fsync"_a, "resume_at"_a,
-            "next_seq"_a)
+            "path"_a, "lock_path"_a, "policy"_a, "batch"_a, "interval_ns"_a, "fsync"_a,
+            "Take the journal's lock (JournalLocked if another writer has it); then\n"
+            "create() or resume() opens the file.")
+        .def(
+            "create",
+            [](BoundWriter& b, const std::string& tmp, const std::string& dir) {
+                if (b.w.is_open()) throw nb::value_error("journal: already open");
+                b.check(b.w.create(b.path.c_str(), tmp.c_str(), dir.c_str()));
+            },
+            "tmp"_a, "dir"_a, "A new journal, made atomically (header to tmp, fsync, rename).")
+        .def(
+            "resume",
+            [](BoundWriter& b, std::uint64_t resume_at, std::uint64_t next_seq) {
+                if (b.w.is_open()) throw nb::value_error("journal: already open");
+                if (next_seq < 1) throw nb::value_error("journal: next_seq must be >= 1");
+                b.check(b.w.resume(b.path.c_str(), resume_at, next_seq));
+            },
+            "resume_at"_a, "next_seq"_a, "An existing journal, cut at resume_at.")
         .def(
             "append",
             [](BoundWriter& b, nb::handle ops) {
@@ -206,14 +233,26 @@ void register_journal(nb::module_& m) {
             nb::sig("def append(self, ops: numpy.typing.NDArray[numpy.void]) -> int"),
             "Journal every row; returns the last sequence number given.")
         .def("flush", [](BoundWriter& b) {  // a closed writer has nothing pending
-            if (b.w.is_open()) b.check(b.open_writer().flush());
+            if (b.w.is_open() || b.w.failed() != 0) b.check(b.open_writer().flush());
         })
+        .def("sync", [](BoundWriter& b) {  // flush, then fsync whatever the policy
+            if (b.w.is_open() || b.w.failed() != 0) b.check(b.open_writer().sync());
+        })
+        .def("poll", [](BoundWriter& b) {  // the timer policy's clock: flush if due
+            if (!b.w.is_open() || b.w.failed() != 0 || b.busy) return false;
+            int r = b.w.poll();
+            if (r < 0) b.check(-r);
+            return r > 0;
+        })
+        .def("due_in_ns", [](BoundWriter& b) { return b.w.is_open() ? b.w.due_in_ns() : -1; })
         .def("close", [](BoundWriter& b) {
             if (b.busy) throw std::runtime_error("journal: busy in another thread");
             b.check(b.w.close());
         })
+        .def_prop_ro("failed", [](BoundWriter& b) { return b.w.failed(); })
         .def_prop_ro("next_seq", [](BoundWriter& b) { return b.w.next_seq(); })
         .def_prop_ro("flushed_seq", [](BoundWriter& b) { return b.w.flushed_seq(); })
+        .def_prop_ro("synced_seq", [](BoundWriter& b) { return b.w.synced_seq(); })
         .def_prop_ro("flushes", [](BoundWriter& b) { return b.w.flushes(); });
 
     nb::class_<SnapshotBook>(m, "SnapshotBook",

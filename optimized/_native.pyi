@@ -951,24 +951,35 @@ class JournalWriterCore:
     """The C++ journal writer; optimized.journal.JournalWriter wraps it."""
 
     def __init__(
-        self,
-        path: str,
-        policy: int,
-        batch: int,
-        interval_ns: int,
-        fsync: bool,
-        resume_at: int,
-        next_seq: int,
-    ) -> None: ...
+        self, path: str, lock_path: str, policy: int, batch: int, interval_ns: int, fsync: bool
+    ) -> None:
+        """
+        Take the journal's lock (JournalLocked if another writer has it); then
+        create() or resume() opens the file.
+        """
+
+    def create(self, tmp: str, dir: str) -> None:
+        """A new journal, made atomically (header to tmp, fsync, rename)."""
+
+    def resume(self, resume_at: int, next_seq: int) -> None:
+        """An existing journal, cut at resume_at."""
+
     def append(self, ops: numpy.typing.NDArray[numpy.void]) -> int:
         """Journal every row; returns the last sequence number given."""
 
     def flush(self) -> None: ...
+    def sync(self) -> None: ...
+    def poll(self) -> bool: ...
+    def due_in_ns(self) -> int: ...
     def close(self) -> None: ...
+    @property
+    def failed(self) -> int: ...
     @property
     def next_seq(self) -> int: ...
     @property
     def flushed_seq(self) -> int: ...
+    @property
+    def synced_seq(self) -> int: ...
     @property
     def flushes(self) -> int: ...
 

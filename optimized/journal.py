@@ -22,6 +22,9 @@ import numpy as np
 from contract.journal import (
     JournalError,
     JournalScan,
+    Outbox,
+    Output,
+    journal_paths,
     read_snapshot,
     scan_message,
     write_snapshot,
@@ -48,20 +51,27 @@ def read_journal(path: str | os.PathLike[str]) -> tuple[np.ndarray, JournalScan]
 
 
 class JournalWriter:
-    """Appends commands to a journal file, flushing by a policy (see naive.journal)."""
+    """Appends commands to a journal file, flushing by a policy (see naive.journal): the
+    same lock, atomic creation, and failure rules, in C++."""
 
     def __init__(self, path: str | os.PathLike[str], policy: str = "every", batch: int = 64,
                  interval_ms: float = 5.0, fsync: bool = False, resume: bool = False) -> None:
         self.policy, interval_ns = writer_args(policy, batch, interval_ms)
         self.batch = batch
         self.fsync = fsync
+        self.path = os.fspath(path)
         self.scan: JournalScan | None = None
-        resume_at, next_seq = -1, 1
-        if resume and Path(path).exists():
-            _, self.scan = read_journal(path)
-            resume_at, next_seq = self.scan.valid_end, self.scan.last_seq + 1
-        self._core = JournalWriterCore(os.fspath(path), self.policy, batch, interval_ns, fsync,
-                                       resume_at, next_seq)
+        lock, tmp, directory = journal_paths(path)
+        self._core = JournalWriterCore(self.path, lock, self.policy, batch, interval_ns, fsync)
+        try:
+            if resume and Path(path).exists():
+                _, self.scan = read_journal(path)
+                self._core.resume(self.scan.valid_end, self.scan.last_seq + 1)
+            else:
+                self._core.create(tmp, directory)
+        except BaseException:
+            self._core.close()  # releases the lock
+            raise
 
     def append(self, ops: np.ndarray) -> int:
         """Journal every row of ``ops`` in order; returns the last sequence number given."""
@@ -70,8 +80,22 @@ class JournalWriter:
     def flush(self) -> None:
         self._core.flush()
 
+    def sync(self) -> None:
+        self._core.sync()
+
+    def poll(self) -> bool:
+        return self._core.poll()
+
+    def due_in(self) -> float | None:
+        ns = self._core.due_in_ns()
+        return None if ns < 0 else ns / 1e9
+
     def close(self) -> None:
         self._core.close()
+
+    @property
+    def failed(self) -> int:
+        return self._core.failed
 
     @property
     def next_seq(self) -> int:
@@ -80,6 +104,10 @@ class JournalWriter:
     @property
     def flushed_seq(self) -> int:
         return self._core.flushed_seq
+
+    @property
+    def synced_seq(self) -> int:
+        return self._core.synced_seq
 
     @property
     def flushes(self) -> int:
@@ -99,12 +127,30 @@ class Engine:
         self.book = SnapshotBook()
         self.journal = journal
         self.applied_seq = 0
+        self.outbox = Outbox()
 
-    def submit(self, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Journal, then apply, a batch of commands; returns (fills, rejects) as apply."""
+    def submit(self, ops: np.ndarray) -> list[Output]:
+        """Journal, then apply, a batch of commands; return the outputs now covered."""
+        first = self.applied_seq + 1
         if self.journal is not None:
-            self.journal.append(ops)
-        return self.apply(ops)
+            first = self.journal.append(ops) - len(ops) + 1
+        fills, rejects = self.apply(ops)
+        self.outbox.hold(Output(first, first + len(ops) - 1, fills, rejects))
+        return self.release()
+
+    def release(self) -> list[Output]:
+        covered = self.applied_seq if self.journal is None else self.journal.flushed_seq
+        return self.outbox.release(covered)
+
+    def poll(self) -> list[Output]:
+        if self.journal is not None:
+            self.journal.poll()
+        return self.release()
+
+    def flush(self) -> list[Output]:
+        if self.journal is not None:
+            self.journal.flush()
+        return self.release()
 
     def apply(self, ops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         fills, rejects = self.book.apply(ops)
@@ -115,9 +161,9 @@ class Engine:
         return self.book.resting_orders()
 
     def snapshot(self, path: str | os.PathLike[str]) -> None:
-        """Write the books atomically (the journal is flushed first)."""
+        """Write the books atomically (the journal is flushed and fsync'ed first)."""
         if self.journal is not None:
-            self.journal.flush()
+            self.journal.sync()
         write_snapshot(path, self.applied_seq, self.resting_orders())
 
     @classmethod

@@ -6,6 +6,8 @@ golden journal in tests/data is what both must write, byte for byte.
 
 from __future__ import annotations
 
+import errno
+import functools
 import io
 import os
 import random
@@ -16,6 +18,7 @@ import subprocess
 import sys
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -41,7 +44,9 @@ from contract.journal import (
     BUFFER_RECORDS,
     FILE_HEADER_SIZE,
     RECORD_SIZE,
+    FlushTimer,
     JournalError,
+    JournalLocked,
     books_csv,
     read_snapshot,
     write_snapshot,
@@ -92,14 +97,13 @@ def golden_ops() -> np.ndarray:
 def record(twin: ModuleType, path: Path, ops: np.ndarray, chunk: int = 7,
            **writer: Any) -> tuple[Any, list[np.ndarray], list[np.ndarray]]:
     """Run ``ops`` through a journaled engine in chunks; (engine, fills, rejects)."""
-    fills, rejects = [], []
+    outputs = []
     with twin.JournalWriter(path, **writer) as w:
         engine = twin.Engine(w)
         for at in range(0, len(ops), chunk):
-            f, r = engine.submit(ops[at:at + chunk])
-            fills.append(f)
-            rejects.append(r)
-    return engine, fills, rejects
+            outputs += engine.submit(ops[at:at + chunk])
+        outputs += engine.flush()
+    return engine, [o.fills for o in outputs], [o.rejects for o in outputs]
 
 
 def fills_text(parts: list[np.ndarray]) -> str:
@@ -546,3 +550,344 @@ def test_engines_agree_on_random_commands(batches: list[list[tuple[int, ...]]]) 
         assert nf.tobytes() == of.tobytes() and nr.tobytes() == orj.tobytes()
         assert engines[0].resting_orders().tobytes() == engines[1].resting_orders().tobytes()
     assert len(engines[0].book) == len(engines[1].book)
+
+
+
+# ------------------------------------------------------------------ faults
+#
+# Issue 29. A write that fails or stops short is made real with RLIMIT_FSIZE in a forked
+# child: write(2) stops at the limit (a short write), the next one fails with EFBIG
+# (SIGXFSZ ignored, or it would kill the child). The child may lift its own limit again
+# (up to the hard limit), as a disk that is freed. A real full disk: see the tmpfs test.
+
+def in_child(fn: Any, fsize: int | None = None, timeout: float = 60.0) -> Any:
+    """Run ``fn()`` in a forked child under a file-size limit; its result, or
+    ("raised", type, words), or ("signal", n) if the child died (an abort, a crash)."""
+    import pickle
+    import resource
+
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 0
+        try:
+            os.close(r)
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+            if fsize is not None:
+                hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+                resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, hard))
+            out: tuple[Any, ...]
+            try:
+                out = ("ok", fn())
+            except Exception as exc:  # noqa: BLE001 - reported to the parent
+                out = ("raised", type(exc).__name__, str(exc))
+            os.write(w, pickle.dumps(out))
+        except BaseException:  # noqa: BLE001 - never unwind into pytest in the child
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(w)
+    data = b""
+    deadline = time.monotonic() + timeout
+    with selectors.DefaultSelector() as sel:
+        sel.register(r, selectors.EVENT_READ)
+        while time.monotonic() < deadline:
+            if sel.select(timeout=1.0):
+                chunk = os.read(r, 1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+    os.close(r)
+    for _ in range(100):  # the child has closed its end: it exits at once
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.05)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        pytest.fail("the child did not finish in time")
+    if os.WIFSIGNALED(status):
+        return ("signal", os.WTERMSIG(status))
+    assert data, f"the child exited with status {os.WEXITSTATUS(status)} and no answer"
+    import pickle as _pickle
+
+    return _pickle.loads(data)
+
+
+def unlimit() -> None:
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))
+
+
+def test_failed_write_leaves_the_writer_failed(twin: ModuleType, tmp_path: Path) -> None:
+    """Room for 100 records, then far more appends than the 4,096-record buffer holds.
+
+    Before the fix the C++ writer kept its full buffer after the failed write and wrote
+    each later record one further past its end (the child aborted: "corrupted size");
+    now the first error is write(2)'s, every later call is refused with WriterFailed,
+    and the file holds exactly the 100 records flushed."""
+    path = tmp_path / "j"
+    ops = order_flow(BUFFER_RECORDS + 3000, seed=3)
+
+    def run() -> tuple[list[str], int, int, int]:
+        w = twin.JournalWriter(path, "timer", interval_ms=3_600_000)  # flush when full
+        errors = []
+        for at in range(0, len(ops), 50):
+            try:
+                w.append(ops[at:at + 50])
+            except OSError as exc:
+                errors.append(f"{type(exc).__name__}: {exc}")
+        try:
+            w.flush()
+        except OSError as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+        w.close()  # a failed writer just closes
+        return errors, len(errors), w.flushed_seq, w.next_seq
+
+    result = in_child(run, fsize=FILE_HEADER_SIZE + 100 * RECORD_SIZE + 20)
+    assert result[0] == "ok", result
+    errors, count, flushed, next_seq = result[1]
+    assert errors[0] == f"OSError: [Errno {errno.EFBIG}] File too large: '{path}'"
+    refused = (f"WriterFailed: [Errno {errno.EFBIG}] journal: the writer failed earlier "
+               f"(File too large); it takes no more records: '{path}'")
+    assert errors[1:] == [refused] * (count - 1) and count > 50
+    assert (flushed, next_seq) == (100, 101)
+    held, scan = twin.read_journal(path)  # the partial 101st record was cut off
+    assert held.tobytes() == ops[:100].tobytes() and scan.torn_bytes == 0
+
+
+def test_short_write_is_not_written_twice(twin: ModuleType, tmp_path: Path) -> None:
+    """A flush of 4 records stops inside the third, then the disk is freed and the
+    caller flushes again. Before the fix the retry wrote all 4 records again after the
+    2.4 already there: flushed_seq said 4 and the reader failed (a CRC mismatch at byte
+    112). Now only the 2 whole records count, and the writer refuses the retry."""
+    path = tmp_path / "j"
+    ops = golden_ops()
+
+    def run() -> tuple[str, str, int]:
+        w = twin.JournalWriter(path, "batch", batch=4)
+        try:
+            w.append(ops[:4])
+            first = "no error"
+        except OSError as exc:
+            first = type(exc).__name__
+        unlimit()
+        try:
+            w.flush()
+            again = "flushed"
+        except OSError as exc:
+            again = type(exc).__name__
+        w.close()
+        return first, again, w.flushed_seq
+
+    assert in_child(run, fsize=FILE_HEADER_SIZE + 2 * RECORD_SIZE + 20) == \
+        ("ok", ("OSError", "WriterFailed", 2))
+    held, scan = twin.read_journal(path)
+    assert held.tobytes() == ops[:2].tobytes() and scan.torn_bytes == 0
+    with twin.JournalWriter(path, resume=True) as w:  # a restart carries on from 3
+        assert w.next_seq == 3
+        w.append(ops[2:])
+    assert path.read_bytes() == GOLDEN_JOURNAL.read_bytes()
+
+
+@pytest.mark.parametrize("room", [0, 10, FILE_HEADER_SIZE - 1])
+def test_journal_is_created_whole_or_not_at_all(twin: ModuleType, tmp_path: Path,
+                                                room: int) -> None:
+    """A disk full while the header is written used to leave 0-15 bytes that every
+    restart then refused ("file header truncated"). The header now goes to a temporary
+    file that is renamed into place only when whole: nothing is left, and a restart
+    (resume) simply starts the journal."""
+    path = tmp_path / "j"
+    result = in_child(lambda: twin.JournalWriter(path) and "made", fsize=room)
+    assert result == ("raised", "OSError", f"[Errno {errno.EFBIG}] File too large: '{path}'")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["j.lock"]  # no journal, no .tmp
+    with twin.JournalWriter(path, resume=True) as w:
+        w.append(golden_ops())
+    assert path.read_bytes() == GOLDEN_JOURNAL.read_bytes()
+
+
+def test_a_second_writer_is_refused(tmp_path: Path) -> None:
+    """Two engines on one journal (a supervisor restarting one while the old still runs)
+    used to interleave records. The first writer holds a lock (flock on ``j.lock``); a
+    second one, of either twin, in this process or another, is refused and the file is
+    left as it was, whether it meant to resume or to start afresh."""
+    path = tmp_path / "j"
+    words = (f"[Errno {errno.EWOULDBLOCK}] journal: another writer has this journal open "
+             f"(it holds {path}.lock); refusing a second: '{path}'")
+    for first, second in [("naive", "optimized"), ("optimized", "naive"),
+                          ("naive", "naive"), ("optimized", "optimized")]:
+        path.unlink(missing_ok=True)
+        with TWINS[first].JournalWriter(path) as w:
+            w.append(golden_ops()[:5])
+            before = path.read_bytes()
+            for resume in (True, False):
+                with pytest.raises(JournalLocked) as info:
+                    TWINS[second].JournalWriter(path, resume=resume)
+                assert str(info.value) == words
+                opener = functools.partial(TWINS[second].JournalWriter, path)
+                assert in_child(opener) == ("raised", "JournalLocked", words)
+            assert path.read_bytes() == before
+            w.append(golden_ops()[5:])
+        with TWINS[second].JournalWriter(path, resume=True) as again:  # the lock is free
+            assert again.next_seq == len(GOLDEN_OPS) + 1
+    assert path.read_bytes() == GOLDEN_JOURNAL.read_bytes()
+
+
+def test_output_waits_for_the_journal(twin: ModuleType, tmp_path: Path) -> None:
+    """Output commit: submit used to hand out a batch's fills while its records sat in
+    the writer's buffer, so a kill could take back commands whose fills were already
+    out. Now an output is released only once the journal has flushed its commands,
+    every output exactly once, in order, whatever the policy."""
+    ops = order_flow(1000, seed=7, bad_fraction=0.02)
+    clean_fills, clean_rejects = twin.Engine().apply(ops)
+    with twin.JournalWriter(tmp_path / "j", "batch", batch=64) as w:
+        engine = twin.Engine(w)
+        released: list[Any] = []
+        for at in range(0, len(ops), 8):
+            out = engine.submit(ops[at:at + 8])
+            assert all(o.last_seq <= w.flushed_seq for o in out)
+            released += out
+            if (at // 8) % 8 != 7:  # 8 commands per submit: 64 flush on every 8th
+                assert out == [] and w.flushed_seq == at // 64 * 64
+        released += engine.flush()
+    assert [(o.first_seq, o.last_seq) for o in released] == \
+        [(at + 1, min(at + 8, len(ops))) for at in range(0, len(ops), 8)]
+    fills = np.concatenate([o.fills for o in released])
+    assert fills_text([fills]) == fills_text([clean_fills])
+    assert sum(len(o.rejects) for o in released) == len(clean_rejects) > 0
+    assert len(engine.outbox) == 0
+
+
+def test_timer_flushes_when_traffic_stops(twin: ModuleType, tmp_path: Path) -> None:
+    """The timer policy used to check its clock only at the next append: when traffic
+    stopped, the last records (and their outputs) waited for ever. Now ``due_in()``
+    says when they are due and ``poll()``, which an event loop calls when the wait is
+    up, flushes and releases them."""
+    with twin.JournalWriter(tmp_path / "j", "timer", interval_ms=50) as w:
+        engine = twin.Engine(w)
+        assert w.due_in() is None and engine.poll() == []
+        assert engine.submit(golden_ops()[:3]) == []  # the first record starts the clock
+        wait = w.due_in()
+        assert wait is not None and 0 < wait <= 0.05
+        assert engine.poll() == [] and w.flushed_seq == 0  # not due yet
+        time.sleep(wait + 0.01)
+        assert w.due_in() == 0.0
+        out = engine.poll()
+        assert [(o.first_seq, o.last_seq) for o in out] == [(1, 3)] and w.flushed_seq == 3
+        assert w.due_in() is None and engine.poll() == []
+
+
+def test_snapshot_fsyncs_the_journal_first(twin: ModuleType, tmp_path: Path) -> None:
+    """The snapshot was fsync'ed, the journal not: after a power cut a snapshot could
+    cover commands the journal had lost ("snapshot covers sequence S"). A snapshot now
+    fsyncs the journal first (synced_seq), whatever the writer's fsync option."""
+    ops = order_flow(300, seed=5)
+    with twin.JournalWriter(tmp_path / "j", "batch", batch=64) as w:
+        engine = twin.Engine(w)
+        engine.submit(ops[:100])
+        assert w.synced_seq == 0  # no fsync option: flushed, not synced
+        engine.snapshot(tmp_path / "s")
+        assert w.synced_seq == w.flushed_seq == 100 == read_snapshot(tmp_path / "s")[0]
+    with twin.JournalWriter(tmp_path / "k", "every", fsync=True) as w:
+        w.append(ops[:5])
+        assert w.synced_seq == w.flushed_seq == 5
+
+
+def test_power_cut_at_every_byte(twin: ModuleType, tmp_path: Path) -> None:
+    """What a power cut can leave: the journal cut anywhere at or after the point the
+    last snapshot fsync'ed, with that snapshot (or the one before it, or none) beside
+    it. Recovery meets each of these states, at every record boundary and inside every
+    record: it rebuilds the book of the records that survived, never fails. (A cut
+    before the synced point cannot happen: that is what the fsync order buys.)"""
+    ops = order_flow(40, seed=8)
+    journal, snap = tmp_path / "j", tmp_path / "s"
+    with twin.JournalWriter(journal, "batch", batch=8) as w:
+        engine = twin.Engine(w)
+        engine.submit(ops[:20])
+        engine.snapshot(snap)
+        synced = FILE_HEADER_SIZE + w.synced_seq * RECORD_SIZE
+        engine.submit(ops[20:])
+    full = journal.read_bytes()
+    cut_path = tmp_path / "cut"
+    for cut in range(synced, len(full) + 1):
+        cut_path.write_bytes(full[:cut])
+        records = (cut - FILE_HEADER_SIZE) // RECORD_SIZE
+        expected = naive.journal.Engine()
+        expected.apply(ops[:records])
+        for snapshot in (snap, None):
+            got, scan, _, _ = twin.Engine.recover(cut_path, snapshot)
+            assert scan.last_seq == got.applied_seq == records
+            assert books_csv(got.resting_orders()) == books_csv(expected.resting_orders())
+    cut_path.write_bytes(full[:synced - 1])  # the state the fsync order rules out
+    with pytest.raises(JournalError, match="covers sequence 20"):
+        twin.Engine.recover(cut_path, snap)
+
+
+@pytest.fixture
+def full_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real file system with 64 KiB of room (tmpfs), mounted for the test only."""
+    mnt = tmp_path / "disk"
+    mnt.mkdir()
+    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
+                           capture_output=True, text=True, timeout=30)
+    if mount.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=30)
+
+
+@pytest.mark.parametrize("impl", sorted(TWINS))
+def test_cli_on_a_full_disk(full_disk: Path, impl: str,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`twinmatch journal record` and `run` on a full disk used to die with a Python
+    traceback: now one line on stderr and exit status 1; the journal keeps what was
+    acknowledged (run's acks), whole, and a restart with room finishes the work."""
+    j = full_disk / "j"
+    assert cli_main(["journal", "record", str(j), "--impl", impl, "--ops", "5000"]) == 1
+    out = capsys.readouterr()
+    assert out.err == (f"twinmatch journal record: error: [Errno {errno.ENOSPC}] No space "
+                       f"left on device: '{j}'\n")
+    _, scan = TWINS[impl].read_journal(j)
+    assert 0 < scan.records < 5000 and scan.torn_bytes == 0
+    j.unlink()
+    assert cli_main(["journal", "run", str(j), "--impl", impl, "--ops", "5000", "--policy",
+                     "batch", "--snapshot", str(full_disk / "s"),
+                     "--snapshot-every", "200"]) == 1
+    out = capsys.readouterr()
+    assert out.err.startswith("twinmatch journal run: error: [Errno 28] No space left on "
+                              "device") and out.err.count("\n") == 1
+    acks = [int(line.split()[1]) for line in out.out.splitlines() if line.startswith("ack ")]
+    _, scan = TWINS[impl].read_journal(j)
+    assert acks and scan.last_seq >= acks[-1] and scan.torn_bytes == 0
+    assert sorted(p.name for p in full_disk.iterdir()) in (["j", "j.lock", "s"], ["j", "j.lock"])
+
+
+def test_flush_timer_answers_when_traffic_stops(twin: ModuleType, tmp_path: Path) -> None:
+    """With no event loop to call poll(), FlushTimer's thread is the timer: the last
+    outputs are delivered about interval_ms after traffic stops, with no further call,
+    every output once and in order."""
+    import threading
+
+    ops = order_flow(200, seed=11)
+    got: list[Any] = []
+    arrived = threading.Event()
+
+    def deliver(outputs: list[Any]) -> None:
+        got.extend(outputs)
+        if got[-1].last_seq == len(ops):
+            arrived.set()
+
+    with twin.JournalWriter(tmp_path / "j", "timer", interval_ms=30) as w:
+        timer = FlushTimer(twin.Engine(w), deliver)
+        for at in range(0, len(ops), 7):
+            timer.submit(ops[at:at + 7])
+        assert arrived.wait(timeout=10), "the timer never flushed"
+        assert w.flushed_seq == len(ops) and timer.error is None
+        timer.close()
+    assert [(o.first_seq, o.last_seq) for o in got] == \
+        [(at + 1, min(at + 7, len(ops))) for at in range(0, len(ops), 7)]

@@ -416,7 +416,10 @@ def _writer(twin: Any, args: argparse.Namespace, resume: bool) -> Any:
 
 
 def journal_record(args: argparse.Namespace) -> int:
-    """Run commands through a journaled engine; print the journal's size and the digests."""
+    """Run commands through a journaled engine; print the journal's size and the digests.
+
+    The digest is over the outputs as the engine released them (output commit); a
+    write error (a full disk) is one line on stderr and exit status 1."""
     from contract.journal import JournalError, books_csv
 
     twin = _journal_twin(args.impl)
@@ -428,10 +431,15 @@ def journal_record(args: argparse.Namespace) -> int:
     digest = _Digest()
     engine = twin.Engine(writer)
     t0 = time.perf_counter()
-    with writer:
-        for at in range(0, len(ops), args.chunk):
-            fills, _ = engine.submit(ops[at:at + args.chunk])
-            digest.add(fills)
+    try:
+        with writer:
+            for at in range(0, len(ops), args.chunk):
+                for out in engine.submit(ops[at:at + args.chunk]):
+                    digest.add(out.fills)
+            for out in engine.flush():
+                digest.add(out.fills)
+    except OSError as exc:  # the writer failed: what it flushed is in the file, whole
+        return _feed_error("journal record", exc)
     seconds = time.perf_counter() - t0
     try:
         _, scan = twin.read_journal(args.journal)
@@ -482,9 +490,11 @@ def journal_replay(args: argparse.Namespace) -> int:
 
 def journal_run(args: argparse.Namespace) -> int:
     """A restartable engine: recover from the journal (and snapshot), carry on with the
-    input from the next sequence number, print ``ack SEQ`` once SEQ is flushed.
+    input from the next sequence number, print ``ack SEQ`` once the outputs of the
+    commands up to SEQ are released (their records flushed: output commit).
 
-    What the crash test kills with SIGKILL and starts again (tests/test_journal.py).
+    What the crash test kills with SIGKILL and starts again (tests/test_journal.py). A
+    second engine on the same journal, or a write that fails, is one line on stderr.
     """
     from contract.journal import JournalError, books_csv
 
@@ -496,31 +506,44 @@ def journal_run(args: argparse.Namespace) -> int:
     except (ValueError, TypeError, OSError) as exc:
         return _bad_argument("journal run", exc)
     try:
-        if Path(args.journal).exists():
-            engine, scan, _, _ = twin.Engine.recover(args.journal, args.snapshot)
-            if scan.message():
-                print(scan.message(), flush=True)
-        else:
-            engine = twin.Engine()
-        engine.journal = _writer(twin, args, resume=True)
+        # The writer first: its lock keeps a second engine from recovering meanwhile.
+        writer = _writer(twin, args, resume=True)
     except JournalError as exc:
         return _feed_error("journal run", exc)
-    writer = engine.journal
+    except (ValueError, OSError) as exc:
+        return _bad_argument("journal run", exc)
+    try:
+        with writer:
+            return _journal_serve(twin, args, ops, writer, books_csv)
+    except (JournalError, OSError) as exc:
+        return _feed_error("journal run", exc)
+
+
+def _journal_serve(twin: Any, args: argparse.Namespace, ops: np.ndarray, writer: Any,
+                   books_csv: Callable[[np.ndarray], str]) -> int:
+    """journal run, its writer open: recover, then submit, ack, snapshot."""
+    if writer.scan is not None:  # the writer has read the journal and cut a torn tail
+        if writer.scan.message():
+            print(writer.scan.message(), flush=True)
+        engine, _, _, _ = twin.Engine.recover(args.journal, args.snapshot)
+    else:
+        engine = twin.Engine()
+    engine.journal = writer
     print(f"start {engine.applied_seq}", flush=True)
-    acked = writer.flushed_seq
+
+    def ack(outputs: list[Any]) -> None:
+        if outputs:
+            print(f"ack {outputs[-1].last_seq}", flush=True)
+
     since_snapshot = 0
-    with writer:
-        for at in range(engine.applied_seq, len(ops), args.chunk):
-            chunk = ops[at:at + args.chunk]
-            engine.submit(chunk)
-            if writer.flushed_seq != acked:
-                acked = writer.flushed_seq
-                print(f"ack {acked}", flush=True)
-            since_snapshot += len(chunk)
-            if args.snapshot is not None and since_snapshot >= args.snapshot_every:
-                engine.snapshot(args.snapshot)  # flushes the journal first
-                since_snapshot = 0
-    print(f"ack {writer.flushed_seq}", flush=True)
+    for at in range(engine.applied_seq, len(ops), args.chunk):
+        chunk = ops[at:at + args.chunk]
+        ack(engine.submit(chunk))
+        since_snapshot += len(chunk)
+        if args.snapshot is not None and since_snapshot >= args.snapshot_every:
+            engine.snapshot(args.snapshot)  # flushes and fsyncs the journal first
+            since_snapshot = 0
+    ack(engine.flush())
     books = books_csv(engine.resting_orders())
     print(f"done {engine.applied_seq} " + digest_books(books), flush=True)
     return 0
