@@ -28,6 +28,7 @@ from contract.feed import (
     MAX_REQUEST,
     STAT_KEYS,
     check_host,
+    session_name,
 )
 from contract.histogram import PERCENTILES
 from naive import itch
@@ -68,12 +69,13 @@ def kernel_time(ancdata: list[tuple[int, int, bytes]], fallback: int) -> int:
 
 class Receiver:
     """One MoldUDP64 stream into a market. ``request_port``: the re-request server's port
-    on 127.0.0.1 (None: no server, gaps are lost once the timeout passes)."""
+    on 127.0.0.1 (None: no server, gaps are lost once the timeout passes). ``session``:
+    the feed's session name (None: the session of the first data packet)."""
 
     def __init__(self, sock: socket.socket, market: Market | None = None,
                  request_port: int | None = None, start: int = 1,
                  timeout_ns: int = 50_000_000, retries: int = 20,
-                 idle_ns: int = 2_000_000_000) -> None:
+                 idle_ns: int = 2_000_000_000, session: str | bytes | None = None) -> None:
         self.sock = sock
         self.market = market if market is not None else Market("book")
         self.request_to: tuple[str, int] | None = None
@@ -81,7 +83,8 @@ class Receiver:
         self.stats: dict[str, int] = dict.fromkeys(STAT_KEYS, 0)
         self.expected = start  # next sequence number to deliver; 0 = take the first seen
         self.known = start     # one past the highest sequence number known to exist
-        self.session: bytes | None = None
+        self.session = None if session is None else session_name(session)
+        self.synced = False  # a data packet of the session has been accepted
         self.pending: dict[int, tuple[int, bytes, int, int]] = {}  # seq -> count, blocks, times
         self.request: tuple[int, int] | None = None  # (first seq asked for, deadline ns)
         self.tries = 0
@@ -122,13 +125,17 @@ class Receiver:
             if ends is None or seq == 0 or seq + count > U64_MAX:
                 st["bad_moldudp64"] += 1
                 return
-        if self.session is None:
-            self.session = session
-        elif session != self.session:
+        if self.session is not None and session != self.session:
             st["wrong_session"] += 1
             return
-        if self.expected == 0:  # start 0: the first packet sets where we are
-            self.expected = self.known = seq
+        if not self.synced:
+            if ends:  # the first data packet: evidence of the session and where it is
+                self.session, self.synced = session, True
+                if self.expected == 0:  # start 0: it sets where we are
+                    self.expected = self.known = seq
+            elif self.session is None or self.expected == 0:
+                st["unsynced"] += 1  # whose heartbeat, or where from? It proves nothing
+                return
         if not ends:  # heartbeat or end of session: seq is the next sequence number
             st["heartbeats" if count == 0 else "end_of_session"] += 1
             self.end_seen |= count == END_OF_SESSION

@@ -39,12 +39,12 @@ constexpr std::size_t kMaxBatch = 1024;     // the largest recvmmsg batch a rece
 // The counts, in contract/feed.py's STAT_KEYS order (tests/test_feed.py checks the names).
 struct FeedStats {
     std::uint64_t packets = 0, truncated = 0, not_moldudp64 = 0, bad_moldudp64 = 0,
-                  wrong_session = 0, data_packets = 0, heartbeats = 0, end_of_session = 0,
+                  wrong_session = 0, unsynced = 0, suspect = 0, data_packets = 0, heartbeats = 0, end_of_session = 0,
                   messages = 0, duplicate_packets = 0, duplicate_messages = 0, gaps = 0,
                   gap_messages = 0, buffered = 0, overflow = 0, requests = 0, recovered = 0,
                   lost = 0, next_seq = 0;
 };
-static_assert(sizeof(FeedStats) == 19 * 8, "one u64 per STAT_KEYS name");
+static_assert(sizeof(FeedStats) == 21 * 8, "one u64 per STAT_KEYS name");
 
 inline std::int64_t now_ns() {  // CLOCK_REALTIME: the clock of the kernel's timestamps
     timespec ts;
@@ -65,7 +65,8 @@ class FeedCore {
 public:
     FeedStats st;
     std::uint64_t expected, known;  // next to deliver; one past the highest known to exist
-    bool have_session = false, end_seen = false;
+    // have_session: configured, or adopted from the first data packet (synced).
+    bool have_session = false, synced = false, end_seen = false;
     char session[10] = {};
     // The outstanding request: the sequence asked for and when to ask again.
     bool request_on = false;
@@ -74,11 +75,19 @@ public:
     std::uint32_t tries = 0, retries;
     std::int64_t timeout_ns;
 
-    FeedCore(std::uint64_t start, std::int64_t timeout, std::uint32_t retries_)
+    // session_: the feed's session name, 10 bytes (empty: adopt the first data packet's).
+    FeedCore(std::uint64_t start, std::int64_t timeout, std::uint32_t retries_,
+             const std::string& session_ = {})
         : expected(start), known(start), retries(retries_), timeout_ns(timeout),
           held_data_(kMaxPending * kMaxDatagram), out_(kRoom * kMaxDatagram),
           times_(kRoom * 2) {
         st.next_seq = start;
+        if (session_.size() == 10) {
+            std::memcpy(session, session_.data(), 10);
+            have_session = true;
+        } else if (!session_.empty()) {
+            throw std::invalid_argument("a MoldUDP64 session is 10 bytes");
+        }
         for (std::size_t i = 0; i < kMaxPending; ++i) free_[i] = static_cast<std::uint32_t>(i);
         n_free_ = kMaxPending;
     }
@@ -99,14 +108,17 @@ public:
                 return;
             }
         }
-        if (!have_session) {
-            std::memcpy(session, p, 10);
-            have_session = true;
-        } else if (std::memcmp(session, p, 10) != 0) {
-            ++st.wrong_session;
-            return;
+        if (have_session && std::memcmp(session, p, 10) != 0) { ++st.wrong_session; return; }
+        if (!synced) {
+            if (data) {  // the first data packet: evidence of the session and where it is
+                std::memcpy(session, p, 10);
+                have_session = synced = true;
+                if (expected == 0) expected = known = seq;  // start 0: it decides
+            } else if (!have_session || expected == 0) {
+                ++st.unsynced;  // whose heartbeat, or where from? It proves nothing yet
+                return;
+            }
         }
-        if (expected == 0) expected = known = seq;  // start 0: the first packet decides
         if (!data) {  // heartbeat / end of session: seq is the next sequence number
             if (count == 0) ++st.heartbeats; else { ++st.end_of_session; end_seen = true; }
             learn(seq, seq);
@@ -283,8 +295,9 @@ public:
     std::uint64_t batches = 0, batch_datagrams = 0;  // recvmmsg calls that returned data
 
     Receiver(int port_, int request_port_, std::uint64_t start, std::int64_t timeout,
-             std::uint32_t retries, std::size_t batch_, int rcvbuf, bool spin_, int busy_poll_us)
-        : core(start, timeout, retries), request_port(request_port_),
+             std::uint32_t retries, std::size_t batch_, int rcvbuf, bool spin_, int busy_poll_us,
+             const std::string& session = {})
+        : core(start, timeout, retries, session), request_port(request_port_),
           batch(std::clamp<std::size_t>(batch_, 1, kMaxBatch)), spin(spin_),
           bufs_(kMaxBatch * kMaxDatagram) {
         fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

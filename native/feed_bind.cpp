@@ -24,7 +24,7 @@ using TimesView = nb::ndarray<nb::numpy, const std::int64_t, nb::ndim<2>>;
 
 std::vector<std::uint64_t> stats(const Receiver& r) {
     const FeedStats& s = r.core.st;
-    const auto* p = reinterpret_cast<const std::uint64_t*>(&s);  // 19 u64s, no padding
+    const auto* p = reinterpret_cast<const std::uint64_t*>(&s);  // 21 u64s, no padding
     return {p, p + sizeof(FeedStats) / 8};
 }
 
@@ -41,10 +41,15 @@ void register_feed(nb::module_& m) {
     m.attr("FEED_MAX_PENDING") = twinmatch::feed::kMaxPending;
     m.attr("FEED_MAX_BATCH") = twinmatch::feed::kMaxBatch;
     nb::class_<Receiver>(m, "FeedReceiver", "MoldUDP64 receiver: recvmmsg batches, gap recovery")
-        .def(nb::init<int, int, std::uint64_t, std::int64_t, std::uint32_t, std::size_t, int,
-                      bool, int>(),
+        .def("__init__", [](Receiver* r, int port, int request_port, std::uint64_t start,
+                            std::int64_t timeout_ns, std::uint32_t retries, std::size_t batch,
+                            int rcvbuf, bool spin, int busy_poll_us, nb::bytes session) {
+                 new (r) Receiver(port, request_port, start, timeout_ns, retries, batch, rcvbuf,
+                                  spin, busy_poll_us, std::string(session.c_str(), session.size()));
+             },
              "port"_a, "request_port"_a, "start"_a, "timeout_ns"_a, "retries"_a, "batch"_a,
-             "rcvbuf"_a, "spin"_a, "busy_poll_us"_a)
+             "rcvbuf"_a, "spin"_a, "busy_poll_us"_a, "session"_a,
+             "session: 10 bytes, or b\"\" to adopt the first data packet's")
         .def_ro("port", &Receiver::port)
         .def_rw("request_port", &Receiver::request_port)
         .def_ro("batch", &Receiver::batch)

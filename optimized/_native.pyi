@@ -1038,7 +1038,9 @@ class FeedReceiver:
         rcvbuf: int,
         spin: bool,
         busy_poll_us: int,
-    ) -> None: ...
+        session: bytes,
+    ) -> None:
+        """session: 10 bytes, or b"" to adopt the first data packet's"""
     @property
     def port(self) -> int: ...
     @property

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from contract.feed import STAT_KEYS, check_host
+from contract.feed import STAT_KEYS, check_host, session_name
 from contract.histogram import PERCENTILES
 from optimized import _native
 from optimized.histogram import Histogram
@@ -35,17 +35,20 @@ U16_MAX = 0xFFFF
 
 
 class Receiver:
-    """One MoldUDP64 stream into a market, on a UDP socket bound to 127.0.0.1:port."""
+    """One MoldUDP64 stream into a market, on a UDP socket bound to 127.0.0.1:port.
+    ``session``: the feed's session name (None: the session of the first data packet)."""
 
     def __init__(self, port: int = 0, market: Market | None = None,
                  request_port: int | None = None, start: int = 1,
                  timeout_ns: int = 50_000_000, retries: int = 20,
                  idle_ns: int = 2_000_000_000, batch: int = 64, rcvbuf: int = 1 << 22,
-                 spin: bool = False, busy_poll_us: int = 0) -> None:
+                 spin: bool = False, busy_poll_us: int = 0,
+                 session: str | bytes | None = None) -> None:
         if not 0 <= port <= U16_MAX:
             raise ValueError(f"port must be 0..65535, got {port}")
+        name = b"" if session is None else session_name(session)
         self._r = _native.FeedReceiver(port, -1, start, timeout_ns, retries, batch, rcvbuf,
-                                       spin, busy_poll_us)
+                                       spin, busy_poll_us, name)
         self.set_request_port(request_port)
         self.market = market if market is not None else Market("book")
         self.idle_ns = idle_ns

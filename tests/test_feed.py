@@ -188,7 +188,8 @@ def send_heartbeats(port: int, n: int, gap_s: float, end: bool) -> threading.Thr
 
 @pytest.mark.parametrize("twin", TWINS)
 def test_heartbeats_keep_the_receiver_alive(twin: str) -> None:
-    rx = receiver_for(twin, 0, None, idle_ns=300_000_000)
+    # The session is configured: a heartbeat of an unknown session would prove nothing.
+    rx = receiver_for(twin, 0, None, idle_ns=300_000_000, session=SESSION)
     t = send_heartbeats(rx.port, 12, 0.05, end=True)  # 0.6 s of heartbeats > 0.3 s idle
     rep = rx.run(MAX_NS)
     t.join(5)
@@ -198,7 +199,7 @@ def test_heartbeats_keep_the_receiver_alive(twin: str) -> None:
 
 @pytest.mark.parametrize("twin", TWINS)
 def test_silence_ends_the_run_as_idle(twin: str) -> None:
-    rx = receiver_for(twin, 0, None, idle_ns=200_000_000)
+    rx = receiver_for(twin, 0, None, idle_ns=200_000_000, session=SESSION)
     t = send_heartbeats(rx.port, 2, 0.01, end=False)
     rep = rx.run(MAX_NS)
     t.join(5)
@@ -278,7 +279,7 @@ def test_hostile_packets_counted_alike_by_both_twins() -> None:
 
 @pytest.mark.parametrize("twin", TWINS)
 def test_oversized_datagram_is_truncated_and_counted(twin: str) -> None:
-    rx = receiver_for(twin, 0, None, idle_ns=200_000_000)
+    rx = receiver_for(twin, 0, None, idle_ns=200_000_000, session=SESSION)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.sendto(b"\x00" * (MAX_DATAGRAM + 100), ("127.0.0.1", rx.port))
         s.sendto(heartbeat(1, end=True), ("127.0.0.1", rx.port))
@@ -525,3 +526,75 @@ def test_optimized_loop_takes_deliveries_before_checking_gaps() -> None:
     poll, first, gap = (src.index("self._r.poll("), src.index("self._deliver()"),
                         src.index("self._r.check_gap("))
     assert poll < first < gap
+
+
+# Issue 30: a stray datagram must not lock the receiver into the wrong session.
+def other(seq: int, count: int = 0) -> bytes:
+    """A control packet (heartbeat, or end of session with count 0xFFFF) of another session."""
+    return b"OTHERSESS1" + struct.pack(">QH", seq, count)
+
+
+def feed_day(rx: Any, msgs: list[bytes], per: int = 3) -> None:
+    """Hand the receiver msgs in packets of `per`, then end of session."""
+    for i in range(0, len(msgs), per):
+        rx.on_packet(packet(i + 1, msgs[i : i + per]), 0, 0)
+    rx.on_packet(heartbeat(len(msgs) + 1, end=True), 0, 0)
+
+
+@pytest.mark.parametrize("twin", TWINS)
+@pytest.mark.parametrize("stray", ["end", "heartbeat"])
+def test_a_stray_control_packet_of_another_session_is_not_adopted(twin: str,
+                                                                  stray: str) -> None:
+    msgs = messages_of(day()[0])[:30]
+    rx = direct(twin)
+    rx.on_packet(other(1, 0xFFFF if stray == "end" else 0), 0, 0)
+    assert not rx.done()  # an end of session of nobody's feed ends nothing
+    feed_day(rx, msgs)
+    s = rx.stats
+    assert rx.done() and s["messages"] == 30 and s["wrong_session"] == 0
+    assert s["unsynced"] == 1 and s["end_of_session"] == 1
+    assert rx.market.books_csv() == books_after(twin, msgs)
+    rx.close()
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_a_configured_session_rejects_every_other_session(twin: str) -> None:
+    msgs = messages_of(day()[0])[:30]
+    rx = direct(twin, session="TWINMATCH1")
+    rx.on_packet(packet(1, msgs[:5], session=b"OTHERSESS1"), 0, 0)  # stray data, first
+    rx.on_packet(other(99, 0xFFFF), 0, 0)
+    feed_day(rx, msgs)
+    s = rx.stats
+    assert rx.done() and s["messages"] == 30 and s["wrong_session"] == 2
+    assert s["unsynced"] == 0
+    assert rx.market.books_csv() == books_after(twin, msgs)
+    rx.close()
+
+
+def test_a_session_name_is_checked() -> None:
+    for twin in TWINS:
+        with pytest.raises(ValueError, match="session"):
+            direct(twin, session="ELEVENCHARS")
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_a_stray_end_of_session_sent_before_the_sender_starts(twin: str) -> None:
+    """The issue's run: one stray end of session, then the real day over loopback."""
+    raw, books = day()
+    rx = receiver_for(twin, 0, None)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(other(1, 0xFFFF), ("127.0.0.1", rx.port))
+    ex = Exchange(raw, rx.port, 0, linger_ns=300_000_000, heartbeat_ns=100_000_000)
+    rx.set_request_port(ex.request_port)
+    thread, stop, _ = start_exchange(ex)
+    try:
+        rep = rx.run(MAX_NS)
+    finally:
+        stop.set()
+        thread.join(10)
+        ex.close()
+        rx.close()
+    assert rep["messages"] == len(message_offsets(raw)) - 1
+    assert rep["stop"] == "end" and rep["lost"] == 0 and rep["unsynced"] == 1
+    assert rx.market.books_csv() == books
+
