@@ -23,8 +23,8 @@ count every packet the same way, under these names, in this order (native/feed.h
 * ``duplicate_packets`` / ``duplicate_messages``: already delivered (or already buffered).
 * ``gaps``: packets (or heartbeats) that revealed missing messages beyond any already known
   missing; ``gap_messages``: how many they revealed. ``buffered``: packets held back
-  because they arrived ahead of a gap; ``overflow``: packets dropped because ``MAX_PENDING``
-  were already held (their messages get re-requested like any other gap).
+  because they arrived ahead of a gap; ``overflow``: packets that found ``hold`` packets
+  already held (see the rules below).
 * ``requests``: request packets sent; ``recovered``: messages of a gap that reached the
   market after all (from a reply or a late, reordered packet); ``lost``: messages given up
   on, after ``retries`` unanswered requests for them (or at once with no re-request server
@@ -51,9 +51,13 @@ The rules both twins follow:
   min(first known sequence after the gap - expected, MAX_REQUEST))``. It is sent again when
   ``timeout_ns`` passes without progress; after ``retries`` re-sends the whole run of
   missing messages up to the next buffered packet (or the highest known sequence) is lost.
-* A packet that must be held back when ``hold`` packets already are (``overflow``) gives
-  up the missing messages before it (or before the first held packet, if lower) at once;
-  the held packets then in sequence are delivered, and it is held or delivered in turn.
+* A packet that must be held back when ``hold`` packets already are (``overflow``): if the
+  kernel received it ``timeout_ns`` or more after the first request for the missing run
+  (so a timely reply would have been read before it), the missing messages before it (or
+  before the first held packet, if lower) are given up at once, the held packets then in
+  sequence are delivered, and it is held or delivered in turn. Otherwise it is dropped and
+  its messages are missing like any other gap's. Size ``hold`` for the socket's backlog
+  plus the feed's packet rate times ``timeout_ns`` (chapter 13).
 * The run ends on an end-of-session packet once nothing is missing or buffered ("end"), or
   after ``idle_ns`` with no datagram at all ("idle"): heartbeats keep a receiver alive.
 """

@@ -31,7 +31,8 @@ using pcap::be64;
 using pcap::kMoldHeader;
 
 constexpr std::size_t kMaxDatagram = 2048;  // MAX_DATAGRAM in contract/feed.py
-constexpr std::size_t kMaxPending = 1024;   // MAX_PENDING
+constexpr std::size_t kMaxPending = 1024;   // MAX_PENDING: packets held back, by default
+constexpr std::size_t kMaxHold = 16'384;    // MAX_HOLD: the most a receiver may hold
 constexpr std::uint32_t kMaxRequest = 0xFFFE;
 constexpr std::uint16_t kEndOfSession = 0xFFFF;
 constexpr std::size_t kMaxBatch = 1024;     // the largest recvmmsg batch a receiver takes
@@ -72,15 +73,18 @@ public:
     bool request_on = false;
     std::uint64_t request_seq = 0;
     std::int64_t request_deadline = 0;
+    std::int64_t asked_at = 0;  // when the run at request_seq was first asked for
     std::uint32_t tries = 0, retries;
     std::int64_t timeout_ns;
 
     // session_: the feed's session name, 10 bytes (empty: adopt the first data packet's).
+    // hold: packets it may hold back behind gaps (1..kMaxHold).
     FeedCore(std::uint64_t start, std::int64_t timeout, std::uint32_t retries_,
-             const std::string& session_ = {})
+             const std::string& session_ = {}, std::size_t hold = kMaxPending)
         : expected(start), known(start), retries(retries_), timeout_ns(timeout),
-          held_data_(kMaxPending * kMaxDatagram), out_(kRoom * kMaxDatagram),
-          times_(kRoom * 2) {
+          hold_(check_hold(hold)), held_(hold), held_data_(hold * kMaxDatagram),
+          free_(hold), ord_(hold), out_((2 * kMaxBatch + hold) * kMaxDatagram),
+          times_((2 * kMaxBatch + hold) * 2) {
         st.next_seq = start;
         if (session_.size() == 10) {
             std::memcpy(session, session_.data(), 10);
@@ -88,8 +92,8 @@ public:
         } else if (!session_.empty()) {
             throw std::invalid_argument("a MoldUDP64 session is 10 bytes");
         }
-        for (std::size_t i = 0; i < kMaxPending; ++i) free_[i] = static_cast<std::uint32_t>(i);
-        n_free_ = kMaxPending;
+        for (std::size_t i = 0; i < hold_; ++i) free_[i] = static_cast<std::uint32_t>(i);
+        n_free_ = hold_;
     }
 
     // --8<-- [start:packet]
@@ -125,47 +129,64 @@ public:
             return;
         }
         ++st.data_packets;
-        if (seq + count <= expected || find_held(seq) >= 0) {
+        place(seq, count, p + kMoldHeader, end - kMoldHeader, t_kernel, t_user);
+    }
+    // --8<-- [end:packet]
+
+    // --8<-- [start:place]
+    // A data packet of the session: a duplicate, held back, or delivered.
+    void place(std::uint64_t seq, std::uint64_t count, const std::uint8_t* blocks,
+               std::size_t len, std::int64_t t_kernel, std::int64_t t_user) {
+        if (seq + count <= expected || find_held(seq) != kNone) {
             ++st.duplicate_packets;
             st.duplicate_messages += count;
             return;
         }
-        if (seq > expected) {  // ahead of a gap: hold it back
-            if (n_free_ == 0) { ++st.overflow; learn(seq, seq); return; }
-            learn(seq, seq + count);
+        learn(seq, seq);  // what is missing before it
+        if (seq > expected && n_free_ == 0) {
+            ++st.overflow;  // no room to hold it
+            if (!waited_out(t_kernel)) return;  // dropped: missing now, to be asked for
+            // The server had its time: give up what is missing before this packet (or
+            // before the first held one); what is held behind that is delivered.
+            give_up(std::min(seq, held_[ord_[head_]].seq));
+        }
+        learn(seq, seq + count);
+        if (seq + count <= expected) {  // what a give-up released covered it
+            ++st.duplicate_packets;
+            st.duplicate_messages += count;
+            return;
+        }
+        if (seq > expected) {  // ahead of a gap: hold it back (room is certain here)
             ++st.buffered;
             const std::uint32_t slot = free_[--n_free_];
             Held& h = held_[slot];
-            h.seq = seq; h.count = count; h.len = static_cast<std::uint32_t>(end - kMoldHeader);
+            h.seq = seq; h.count = count; h.len = static_cast<std::uint32_t>(len);
             h.t_kernel = t_kernel; h.t_user = t_user;
-            std::memcpy(&held_data_[slot * kMaxDatagram], p + kMoldHeader, h.len);
-            used_[n_used_++] = slot;
+            std::memcpy(&held_data_[slot * kMaxDatagram], blocks, len);
+            insert_held(slot);
             return;
         }
-        learn(seq, seq + count);
-        deliver(seq, count, p + kMoldHeader, end - kMoldHeader, t_kernel, t_user);
+        deliver(seq, count, blocks, len, t_kernel, t_user);
         drain();
     }
-    // --8<-- [end:packet]
+    // --8<-- [end:place]
 
     // --8<-- [start:gap]
     // Ask for the first run of missing messages; give it up after `retries` tries. Returns
     // true with (seq, count) set when a request is due now (the caller sends it).
     bool check_gap(std::int64_t now, bool have_server, std::uint64_t& seq, std::uint32_t& count) {
         while (expected < known) {
-            const std::uint64_t end = n_used_ ? held_[used_[min_held()]].seq : known;
+            const std::uint64_t end = n_held() ? held_[ord_[head_]].seq : known;
             if (request_on && request_seq == expected) {
                 if (now < request_deadline) return false;  // the reply has time yet
                 ++tries;
                 if (tries > (have_server ? retries : 0)) {  // give up: skip the run
-                    st.lost += end - expected;
-                    expected = st.next_seq = end;
-                    request_on = false;
-                    drain();
+                    give_up(end);
                     continue;
                 }
             } else {
                 tries = 0;
+                asked_at = now;  // a new run: its first request
             }
             request_on = true;
             request_seq = expected;
@@ -181,24 +202,20 @@ public:
     }
     // --8<-- [end:gap]
 
-    // Known to exist, not delivered, not held back, not given up (sorts a copy: no alloc).
+    // Known to exist, not delivered, not held back, not given up (held in seq order).
     std::uint64_t missing() const {
-        std::array<std::pair<std::uint64_t, std::uint64_t>, kMaxPending> runs;
-        for (std::size_t i = 0; i < n_used_; ++i) {
-            const Held& h = held_[used_[i]];
-            runs[i] = {h.seq, h.seq + h.count};
-        }
-        std::sort(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(n_used_));
         std::uint64_t covered = 0, pos = expected;
-        for (std::size_t i = 0; i < n_used_; ++i)
-            if (runs[i].second > pos) {
-                covered += runs[i].second - std::max(runs[i].first, pos);
-                pos = runs[i].second;
+        for (std::size_t i = head_; i < tail_; ++i) {
+            const Held& h = held_[ord_[i]];
+            if (h.seq + h.count > pos) {
+                covered += h.seq + h.count - std::max(h.seq, pos);
+                pos = h.seq + h.count;
             }
+        }
         return known - expected - covered;
     }
-    bool done() const { return end_seen && expected >= known && n_used_ == 0; }
-    std::size_t held() const { return n_used_; }
+    bool done() const { return end_seen && expected >= known && n_held() == 0; }
+    std::size_t held() const { return n_held(); }
 
     // What was delivered since the last take: framed blocks and (t_kernel, t_user) pairs.
     const std::uint8_t* out() const { return out_.data(); }
@@ -208,18 +225,22 @@ public:
     void take() { out_len_ = 0; n_times_ = 0; }
     // Room for one more batch of `batch` datagrams? Each delivers its own messages and may
     // release held packets, but each held packet is delivered once: at most batch +
-    // kMaxPending packets' worth.
+    // hold packets' worth.
     bool room(std::size_t batch) const {
-        return out_len_ + (batch + kMaxPending) * kMaxDatagram <= out_.size() &&
-               n_times_ + batch + kMaxPending <= times_.size() / 2;
+        return out_len_ + (batch + hold_) * kMaxDatagram <= out_.size() &&
+               n_times_ + batch + hold_ <= times_.size() / 2;
     }
 
 private:
-    static constexpr std::size_t kRoom = 2 * kMaxBatch + kMaxPending;  // packets' worth
-    std::array<Held, kMaxPending> held_{};
+    static constexpr std::size_t kNone = ~std::size_t{0};
+    std::size_t hold_;
+    std::vector<Held> held_;               // the slots
     std::vector<std::uint8_t> held_data_;  // slot i's blocks at i * kMaxDatagram
-    std::array<std::uint32_t, kMaxPending> used_{}, free_{};
-    std::size_t n_used_ = 0, n_free_ = 0;
+    std::vector<std::uint32_t> free_;      // free slots: free_[0 .. n_free_)
+    // The held slots in sequence order: ord_[head_ .. tail_). Packets usually arrive in
+    // order, so an insert is usually an append, and delivery pops from the front.
+    std::vector<std::uint32_t> ord_;
+    std::size_t n_free_ = 0, head_ = 0, tail_ = 0;
     std::vector<std::uint8_t> out_;
     std::size_t out_len_ = 0;
     std::vector<std::int64_t> times_;
@@ -233,16 +254,47 @@ private:
         known = std::max(known, end);
     }
 
-    std::ptrdiff_t find_held(std::uint64_t seq) const {
-        for (std::size_t i = 0; i < n_used_; ++i)
-            if (held_[used_[i]].seq == seq) return static_cast<std::ptrdiff_t>(i);
-        return -1;
+    static std::size_t check_hold(std::size_t hold) {
+        if (hold < 1 || hold > kMaxHold) throw std::invalid_argument("hold: 1..16384 packets");
+        return hold;
     }
-    std::size_t min_held() const {  // index into used_ of the lowest held sequence
-        std::size_t best = 0;
-        for (std::size_t i = 1; i < n_used_; ++i)
-            if (held_[used_[i]].seq < held_[used_[best]].seq) best = i;
-        return best;
+    std::size_t n_held() const { return tail_ - head_; }
+    // First place in ord_[head_ .. tail_) whose sequence is >= seq (binary search).
+    std::size_t lower(std::uint64_t seq) const {
+        std::size_t lo = head_, hi = tail_;
+        while (lo < hi) {
+            const std::size_t mid = lo + (hi - lo) / 2;
+            if (held_[ord_[mid]].seq < seq) lo = mid + 1; else hi = mid;
+        }
+        return lo;
+    }
+    std::size_t find_held(std::uint64_t seq) const {
+        const std::size_t i = lower(seq);
+        return i < tail_ && held_[ord_[i]].seq == seq ? i : kNone;
+    }
+    void insert_held(std::uint32_t slot) {
+        if (tail_ == hold_) {  // no room at the back: slide the live part to the front
+            std::memmove(ord_.data(), ord_.data() + head_, n_held() * sizeof(std::uint32_t));
+            tail_ -= head_;
+            head_ = 0;
+        }
+        const std::size_t i = lower(held_[slot].seq);
+        std::memmove(ord_.data() + i + 1, ord_.data() + i, (tail_ - i) * sizeof(std::uint32_t));
+        ord_[i] = slot;
+        ++tail_;
+    }
+    // Was the run at `expected` asked for at least timeout_ns before the kernel received
+    // this packet? Then a timely reply would have been read before it, however far
+    // behind the receiver is (the kernel's timestamps and now_ns() share one clock).
+    bool waited_out(std::int64_t t_kernel) const {
+        return request_on && request_seq == expected && t_kernel - asked_at >= timeout_ns;
+    }
+    // Count messages expected .. end-1 as lost; deliver what is then in sequence.
+    void give_up(std::uint64_t end) {
+        st.lost += end - expected;
+        expected = st.next_seq = end;
+        request_on = false;
+        drain();
     }
 
     // --8<-- [start:deliver]
@@ -263,12 +315,11 @@ private:
     // --8<-- [end:deliver]
 
     void drain() {  // deliver the held-back packets that are now in sequence
-        while (n_used_) {
-            const std::size_t i = min_held();
-            const std::uint32_t slot = used_[i];
+        while (n_held()) {
+            const std::uint32_t slot = ord_[head_];
             const Held h = held_[slot];
             if (h.seq > expected) return;
-            used_[i] = used_[--n_used_];
+            if (++head_ == tail_) head_ = tail_ = 0;
             free_[n_free_++] = slot;
             if (h.seq + h.count <= expected) {
                 ++st.duplicate_packets;
@@ -296,8 +347,8 @@ public:
 
     Receiver(int port_, int request_port_, std::uint64_t start, std::int64_t timeout,
              std::uint32_t retries, std::size_t batch_, int rcvbuf, bool spin_, int busy_poll_us,
-             const std::string& session = {})
-        : core(start, timeout, retries, session), request_port(request_port_),
+             const std::string& session = {}, std::size_t hold = kMaxPending)
+        : core(start, timeout, retries, session, hold), request_port(request_port_),
           batch(std::clamp<std::size_t>(batch_, 1, kMaxBatch)), spin(spin_),
           bufs_(kMaxBatch * kMaxDatagram) {
         fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

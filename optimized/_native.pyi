@@ -1024,6 +1024,8 @@ FEED_MAX_PENDING: int = 1024
 
 FEED_MAX_BATCH: int = 1024
 
+FEED_MAX_HOLD: int = 16384
+
 class FeedReceiver:
     """MoldUDP64 receiver: recvmmsg batches, gap recovery"""
 
@@ -1039,6 +1041,7 @@ class FeedReceiver:
         spin: bool,
         busy_poll_us: int,
         session: bytes,
+        hold: int,
     ) -> None:
         """session: 10 bytes, or b"" to adopt the first data packet's"""
     @property

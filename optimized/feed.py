@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from contract.feed import STAT_KEYS, check_host, session_name
+from contract.feed import MAX_HOLD, MAX_PENDING, STAT_KEYS, check_host, session_name
 from contract.histogram import PERCENTILES
 from optimized import _native
 from optimized.histogram import Histogram
@@ -43,12 +43,14 @@ class Receiver:
                  timeout_ns: int = 50_000_000, retries: int = 20,
                  idle_ns: int = 2_000_000_000, batch: int = 64, rcvbuf: int = 1 << 22,
                  spin: bool = False, busy_poll_us: int = 0,
-                 session: str | bytes | None = None) -> None:
+                 session: str | bytes | None = None, hold: int = MAX_PENDING) -> None:
         if not 0 <= port <= U16_MAX:
             raise ValueError(f"port must be 0..65535, got {port}")
+        if not 1 <= hold <= MAX_HOLD:
+            raise ValueError(f"hold must be 1..{MAX_HOLD} packets, got {hold}")
         name = b"" if session is None else session_name(session)
         self._r = _native.FeedReceiver(port, -1, start, timeout_ns, retries, batch, rcvbuf,
-                                       spin, busy_poll_us, name)
+                                       spin, busy_poll_us, name, hold)
         self.set_request_port(request_port)
         self.market = market if market is not None else Market("book")
         self.idle_ns = idle_ns

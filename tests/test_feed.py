@@ -598,3 +598,52 @@ def test_a_stray_end_of_session_sent_before_the_sender_starts(twin: str) -> None
     assert rep["stop"] == "end" and rep["lost"] == 0 and rep["unsynced"] == 1
     assert rx.market.books_csv() == books
 
+
+# Issue 30: one lost packet must cost only its own messages when re-requests go unanswered.
+class Mute:
+    """A re-request server that never answers: a bound socket nobody reads."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port: int = self.sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_a_full_hold_gives_up_the_gap_and_delivers_what_it_held(twin: str) -> None:
+    msgs = messages_of(day()[0])[:3000]
+    mute = Mute()
+    rx = direct(twin)
+    rx.set_request_port(mute.port)
+    now = 1_000_000
+    for i in range(0, 3000, 2):
+        if i != 18:  # packet 10 (messages 19 and 20) never arrives
+            rx.on_packet(packet(i + 1, msgs[i : i + 2]), now, now)
+        now += 100_000  # 100 µs a packet: the 1,024 held fill in ~100 ms, 2 timeouts
+        rx.check_gap(now)
+    rx.on_packet(heartbeat(3001, end=True), 0, 0)
+    for _ in range(30):
+        now += 60_000_000
+        rx.check_gap(now)
+    rep = rx.report()
+    assert rx.done() and rep["lost"] == 2 and rep["messages"] == 2998
+    assert rep["gap_messages"] == 2 and rep["overflow"] >= 1 and rep["missing"] == 0
+    assert rx.market.books_csv() == books_after(twin, msgs[:18] + msgs[20:])
+    rx.close()
+    mute.sock.close()
+
+
+@pytest.mark.parametrize("twin", TWINS)
+@pytest.mark.parametrize("answer", ["never", "garbage"])
+def test_unanswered_rerequests_lose_only_what_was_lost(twin: str, answer: str) -> None:
+    raw, _ = day()
+    # The hold sized by chapter 13's rule: the socket's backlog when the gap is seen (up
+    # to a full buffer, ~7,000 packets here) + the sender's rate x one 5 ms timeout.
+    rep, sent, rx = run_pair(twin, raw, {"timeout_ns": 5_000_000, "hold": 8192},
+                             drop=frozenset({10}), answer=answer)
+    n = len(message_offsets(raw)) - 1
+    assert sent["dropped"] == 1 and sent["requests"] >= 1
+    assert rep["lost"] == sent["dropped_messages"]
+    assert rep["messages"] == n - rep["lost"] and rep["stop"] == "end"
+    if answer == "garbage":
+        assert rep["not_moldudp64"] + rep["bad_moldudp64"] + rep["wrong_session"] >= 3

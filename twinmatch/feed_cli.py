@@ -39,6 +39,10 @@ from contract.feed import (
 # Only the standard library at module level (twinmatch/cli.py's rule: `twinmatch --help`
 # costs no numpy); the receivers are imported when a command runs.
 SESSION = b"TWINMATCH1"
+# How the re-request server answers a valid request: properly, never (a dead server), or
+# with garbage a receiver can see is garbage (random bytes, cut headers, another session,
+# blocks that overrun the datagram): the tests' hostile servers.
+ANSWERS = ("yes", "never", "garbage")
 MOLD_HEADER_LEN = 20  # naive/pcap.py's; tests/test_feed.py checks they agree
 END_OF_SESSION = 0xFFFF
 
@@ -91,7 +95,8 @@ class Exchange:
                  loss: float = 0.0, duplicate: float = 0.0, reorder: float = 0.0,
                  seed: int = 1, heartbeat_ns: int = 1_000_000_000, window_ns: int = 100_000,
                  end_packets: int = 3, linger_ns: int = 1_000_000_000,
-                 session: bytes = SESSION, skip_first: int = 0) -> None:
+                 session: bytes = SESSION, skip_first: int = 0,
+                 drop: frozenset[int] = frozenset(), answer: str = "yes") -> None:
         if speed < 0 or not all(0.0 <= p < 1.0 for p in (loss, duplicate, reorder)):
             raise ValueError("speed must be >= 0 and loss, duplicate, reorder in [0, 1)")
         self.raw = raw
@@ -103,6 +108,10 @@ class Exchange:
         self.heartbeat_ns, self.end_packets, self.linger_ns = heartbeat_ns, end_packets, linger_ns
         self.session = session.ljust(10)[:10]
         self.skip_first = skip_first  # packets not sent at all (a receiver that joins late)
+        self.drop = drop  # indices of packets dropped on purpose (besides `loss`)
+        if answer not in ANSWERS:
+            raise ValueError(f"answer must be one of {ANSWERS}, got {answer!r}")
+        self.answer_mode = answer  # how the re-request server behaves (ANSWERS)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
         self.sock.bind((HOST, request_port))
@@ -144,6 +153,11 @@ class Exchange:
             self.stats["bad_requests"] += 1
             return
         self.stats["requests"] += 1
+        if self.answer_mode != "yes":
+            if self.answer_mode == "garbage":
+                for junk in self.garbage(seq):
+                    self.sock.sendto(junk, addr)
+            return
         first, last = seq - 1, min(seq - 1 + count, n)
         end = first + 1  # at least one message, then as many as fit
         while end < last and self.offsets[end + 1] - self.offsets[first] <= (
@@ -153,6 +167,14 @@ class Exchange:
         self.stats["replies"] += 1
         self.stats["reply_messages"] += end - first
     # --8<-- [end:serve]
+
+    def garbage(self, seq: int) -> list[bytes]:
+        """What the garbage-answering server sends instead of a reply for `seq`."""
+        good = self.payload(seq - 1, 1)
+        return [self.rng.randbytes(self.rng.randrange(1, 200)),        # noise
+                good[:15],                                             # a cut header
+                b"OTHERSESS1" + good[10:],                             # another session
+                good[:18] + b"\x00\x09" + good[20:]]                 # count past the data
 
     def wait_until(self, due_ns: int, next_seq: int) -> None:
         """Serve requests (and send heartbeats) until monotonic time due_ns."""
@@ -186,7 +208,7 @@ class Exchange:
             if k < self.skip_first:
                 continue
             data = self.payload(first, count)
-            if self.rng.random() < self.loss:
+            if k in self.drop or self.rng.random() < self.loss:
                 self.stats["dropped"] += 1
                 self.stats["dropped_messages"] += count
                 continue
