@@ -25,8 +25,10 @@ from contract.feed import (
     HOST,
     MAX_DATAGRAM,
     MAX_HOLD,
+    MAX_JUMP,
     MAX_PENDING,
     MAX_REQUEST,
+    RESYNC_PACKETS,
     STAT_KEYS,
     check_host,
     session_name,
@@ -77,9 +79,11 @@ class Receiver:
                  request_port: int | None = None, start: int = 1,
                  timeout_ns: int = 50_000_000, retries: int = 20,
                  idle_ns: int = 2_000_000_000, session: str | bytes | None = None,
-                 hold: int = MAX_PENDING) -> None:
+                 hold: int = MAX_PENDING, max_jump: int = MAX_JUMP) -> None:
         if not 1 <= hold <= MAX_HOLD:
             raise ValueError(f"hold must be 1..{MAX_HOLD} packets, got {hold}")
+        if not 1 <= max_jump <= U64_MAX:
+            raise ValueError(f"max_jump must be 1..2**64-1 messages, got {max_jump}")
         self.sock = sock
         self.market = market if market is not None else Market("book")
         self.request_to: tuple[str, int] | None = None
@@ -95,6 +99,8 @@ class Receiver:
         self.asked_at = 0  # when the run at request[0] was first asked for
         self.timeout_ns, self.retries, self.idle_ns = timeout_ns, retries, idle_ns
         self.hold = hold  # packets it may hold back behind gaps
+        self.max_jump = max_jump  # how far past `known` a packet may reach and be believed
+        self.resync = (0, 0)  # (the seq that continues the last too-far packet, run length)
         self.end_seen = False
         self.stop = "running"
         self.first_ns = self.stop_ns = 0  # wall clock of the first datagram, of the stop
@@ -131,17 +137,8 @@ class Receiver:
             if ends is None or seq == 0 or seq + count > U64_MAX:
                 st["bad_moldudp64"] += 1
                 return
-        if self.session is not None and session != self.session:
-            st["wrong_session"] += 1
+        if not self.trusted(session, seq, count if ends else 0):
             return
-        if not self.synced:
-            if ends:  # the first data packet: evidence of the session and where it is
-                self.session, self.synced = session, True
-                if self.expected == 0:  # start 0: it sets where we are
-                    self.expected = self.known = seq
-            elif self.session is None or self.expected == 0:
-                st["unsynced"] += 1  # whose heartbeat, or where from? It proves nothing
-                return
         if not ends:  # heartbeat or end of session: seq is the next sequence number
             st["heartbeats" if count == 0 else "end_of_session"] += 1
             self.end_seen |= count == END_OF_SESSION
@@ -150,6 +147,37 @@ class Receiver:
         st["data_packets"] += 1
         self.place(seq, count, payload[MOLD_HEADER_LEN : ends[-1]], t_kernel, t_user)
     # --8<-- [end:packet]
+
+    # --8<-- [start:trust]
+    def trusted(self, session: bytes, seq: int, count: int) -> bool:
+        """Is this packet (count 0: a heartbeat or end) of our session, and believable?
+        Counted if not."""
+        st = self.stats
+        if self.session is not None and session != self.session:
+            st["wrong_session"] += 1
+            return False
+        if not self.synced:
+            if count:  # the first data packet: evidence of the session and where it is
+                self.session, self.synced = session, True
+                if self.expected == 0:  # start 0: it sets where we are
+                    self.expected = self.known = seq
+                return True  # the one packet not judged by max_jump
+            if self.session is None or self.expected == 0:
+                st["unsynced"] += 1  # whose heartbeat, or where from? It proves nothing
+                return False
+        if seq + count - self.known <= self.max_jump:
+            return True
+        # Too far ahead: believed only when RESYNC_PACKETS data packets in a row continue
+        # each other from there (a heartbeat alone never is).
+        if count:
+            run = self.resync[1] + 1 if seq == self.resync[0] else 1
+            self.resync = (seq + count, run)
+            if run >= RESYNC_PACKETS:
+                self.resync = (0, 0)
+                return True
+        st["suspect"] += 1
+        return False
+    # --8<-- [end:trust]
 
     # --8<-- [start:place]
     def place(self, seq: int, count: int, blocks: bytes, t_kernel: int, t_user: int) -> None:

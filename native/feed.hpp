@@ -33,6 +33,8 @@ using pcap::kMoldHeader;
 constexpr std::size_t kMaxDatagram = 2048;  // MAX_DATAGRAM in contract/feed.py
 constexpr std::size_t kMaxPending = 1024;   // MAX_PENDING: packets held back, by default
 constexpr std::size_t kMaxHold = 16'384;    // MAX_HOLD: the most a receiver may hold
+constexpr std::uint64_t kMaxJump = 1 << 20;  // MAX_JUMP: messages past `known` believed
+constexpr std::uint64_t kResyncPackets = 3;  // RESYNC_PACKETS
 constexpr std::uint32_t kMaxRequest = 0xFFFE;
 constexpr std::uint16_t kEndOfSession = 0xFFFF;
 constexpr std::size_t kMaxBatch = 1024;     // the largest recvmmsg batch a receiver takes
@@ -73,6 +75,8 @@ public:
     bool request_on = false;
     std::uint64_t request_seq = 0;
     std::int64_t request_deadline = 0;
+    std::uint64_t max_jump = kMaxJump;
+    std::uint64_t resync_next = 0, resync_run = 0;  // the run of too-far data packets
     std::int64_t asked_at = 0;  // when the run at request_seq was first asked for
     std::uint32_t tries = 0, retries;
     std::int64_t timeout_ns;
@@ -80,8 +84,10 @@ public:
     // session_: the feed's session name, 10 bytes (empty: adopt the first data packet's).
     // hold: packets it may hold back behind gaps (1..kMaxHold).
     FeedCore(std::uint64_t start, std::int64_t timeout, std::uint32_t retries_,
-             const std::string& session_ = {}, std::size_t hold = kMaxPending)
-        : expected(start), known(start), retries(retries_), timeout_ns(timeout),
+             const std::string& session_ = {}, std::size_t hold = kMaxPending,
+             std::uint64_t max_jump_ = kMaxJump)
+        : expected(start), known(start), max_jump(max_jump_), retries(retries_),
+          timeout_ns(timeout),
           hold_(check_hold(hold)), held_(hold), held_data_(hold * kMaxDatagram),
           free_(hold), ord_(hold), out_((2 * kMaxBatch + hold) * kMaxDatagram),
           times_((2 * kMaxBatch + hold) * 2) {
@@ -112,17 +118,7 @@ public:
                 return;
             }
         }
-        if (have_session && std::memcmp(session, p, 10) != 0) { ++st.wrong_session; return; }
-        if (!synced) {
-            if (data) {  // the first data packet: evidence of the session and where it is
-                std::memcpy(session, p, 10);
-                have_session = synced = true;
-                if (expected == 0) expected = known = seq;  // start 0: it decides
-            } else if (!have_session || expected == 0) {
-                ++st.unsynced;  // whose heartbeat, or where from? It proves nothing yet
-                return;
-            }
-        }
+        if (!trusted(p, seq, data ? count : 0)) return;
         if (!data) {  // heartbeat / end of session: seq is the next sequence number
             if (count == 0) ++st.heartbeats; else { ++st.end_of_session; end_seen = true; }
             learn(seq, seq);
@@ -132,6 +128,40 @@ public:
         place(seq, count, p + kMoldHeader, end - kMoldHeader, t_kernel, t_user);
     }
     // --8<-- [end:packet]
+
+    // --8<-- [start:trust]
+    // Is this packet (count 0: a heartbeat or end) of our session, and believable?
+    // Counted if not.
+    bool trusted(const std::uint8_t* p, std::uint64_t seq, std::uint64_t count) {
+        if (have_session && std::memcmp(session, p, 10) != 0) { ++st.wrong_session; return false; }
+        if (!synced) {
+            if (count) {  // the first data packet: evidence of the session and where it is
+                std::memcpy(session, p, 10);
+                have_session = synced = true;
+                if (expected == 0) expected = known = seq;  // start 0: it decides
+                return true;  // the one packet not judged by max_jump
+            }
+            if (!have_session || expected == 0) {
+                ++st.unsynced;  // whose heartbeat, or where from? It proves nothing yet
+                return false;
+            }
+        }
+        const std::uint64_t claim = seq + count;  // checked: no wrap (seq <= 2^64-1-count)
+        if (claim <= known || claim - known <= max_jump) return true;
+        // Too far ahead: believed only when kResyncPackets data packets in a row continue
+        // each other from there (a heartbeat alone never is).
+        if (count) {
+            resync_run = seq == resync_next ? resync_run + 1 : 1;
+            resync_next = claim;
+            if (resync_run >= kResyncPackets) {
+                resync_next = resync_run = 0;
+                return true;
+            }
+        }
+        ++st.suspect;
+        return false;
+    }
+    // --8<-- [end:trust]
 
     // --8<-- [start:place]
     // A data packet of the session: a duplicate, held back, or delivered.
@@ -347,8 +377,9 @@ public:
 
     Receiver(int port_, int request_port_, std::uint64_t start, std::int64_t timeout,
              std::uint32_t retries, std::size_t batch_, int rcvbuf, bool spin_, int busy_poll_us,
-             const std::string& session = {}, std::size_t hold = kMaxPending)
-        : core(start, timeout, retries, session, hold), request_port(request_port_),
+             const std::string& session = {}, std::size_t hold = kMaxPending,
+             std::uint64_t max_jump = kMaxJump)
+        : core(start, timeout, retries, session, hold, max_jump), request_port(request_port_),
           batch(std::clamp<std::size_t>(batch_, 1, kMaxBatch)), spin(spin_),
           bufs_(kMaxBatch * kMaxDatagram) {
         fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);

@@ -41,17 +41,19 @@ void register_feed(nb::module_& m) {
     m.attr("FEED_MAX_PENDING") = twinmatch::feed::kMaxPending;
     m.attr("FEED_MAX_BATCH") = twinmatch::feed::kMaxBatch;
     m.attr("FEED_MAX_HOLD") = twinmatch::feed::kMaxHold;
+    m.attr("FEED_MAX_JUMP") = twinmatch::feed::kMaxJump;
+    m.attr("FEED_RESYNC_PACKETS") = twinmatch::feed::kResyncPackets;
     nb::class_<Receiver>(m, "FeedReceiver", "MoldUDP64 receiver: recvmmsg batches, gap recovery")
         .def("__init__", [](Receiver* r, int port, int request_port, std::uint64_t start,
                             std::int64_t timeout_ns, std::uint32_t retries, std::size_t batch,
                             int rcvbuf, bool spin, int busy_poll_us, nb::bytes session,
-                            std::size_t hold) {
+                            std::size_t hold, std::uint64_t max_jump) {
                  new (r) Receiver(port, request_port, start, timeout_ns, retries, batch, rcvbuf,
                                   spin, busy_poll_us, std::string(session.c_str(), session.size()),
-                                  hold);
+                                  hold, max_jump);
              },
              "port"_a, "request_port"_a, "start"_a, "timeout_ns"_a, "retries"_a, "batch"_a,
-             "rcvbuf"_a, "spin"_a, "busy_poll_us"_a, "session"_a, "hold"_a,
+             "rcvbuf"_a, "spin"_a, "busy_poll_us"_a, "session"_a, "hold"_a, "max_jump"_a,
              "session: 10 bytes, or b\"\" to adopt the first data packet's")
         .def_ro("port", &Receiver::port)
         .def_rw("request_port", &Receiver::request_port)

@@ -1026,6 +1026,10 @@ FEED_MAX_BATCH: int = 1024
 
 FEED_MAX_HOLD: int = 16384
 
+FEED_MAX_JUMP: int = 1048576
+
+FEED_RESYNC_PACKETS: int = 3
+
 class FeedReceiver:
     """MoldUDP64 receiver: recvmmsg batches, gap recovery"""
 
@@ -1042,6 +1046,7 @@ class FeedReceiver:
         busy_poll_us: int,
         session: bytes,
         hold: int,
+        max_jump: int,
     ) -> None:
         """session: 10 bytes, or b"" to adopt the first data packet's"""
     @property

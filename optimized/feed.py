@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from contract.feed import MAX_HOLD, MAX_PENDING, STAT_KEYS, check_host, session_name
+from contract.feed import MAX_HOLD, MAX_JUMP, MAX_PENDING, STAT_KEYS, check_host, session_name
 from contract.histogram import PERCENTILES
 from optimized import _native
 from optimized.histogram import Histogram
@@ -32,6 +32,7 @@ __all__ = ["Receiver"]
 
 Report = dict[str, Any]
 U16_MAX = 0xFFFF
+U64_MAX = 2**64 - 1
 
 
 class Receiver:
@@ -43,14 +44,17 @@ class Receiver:
                  timeout_ns: int = 50_000_000, retries: int = 20,
                  idle_ns: int = 2_000_000_000, batch: int = 64, rcvbuf: int = 1 << 22,
                  spin: bool = False, busy_poll_us: int = 0,
-                 session: str | bytes | None = None, hold: int = MAX_PENDING) -> None:
+                 session: str | bytes | None = None, hold: int = MAX_PENDING,
+                 max_jump: int = MAX_JUMP) -> None:
         if not 0 <= port <= U16_MAX:
             raise ValueError(f"port must be 0..65535, got {port}")
         if not 1 <= hold <= MAX_HOLD:
             raise ValueError(f"hold must be 1..{MAX_HOLD} packets, got {hold}")
+        if not 1 <= max_jump <= U64_MAX:
+            raise ValueError(f"max_jump must be 1..2**64-1 messages, got {max_jump}")
         name = b"" if session is None else session_name(session)
         self._r = _native.FeedReceiver(port, -1, start, timeout_ns, retries, batch, rcvbuf,
-                                       spin, busy_poll_us, name, hold)
+                                       spin, busy_poll_us, name, hold, max_jump)
         self.set_request_port(request_port)
         self.market = market if market is not None else Market("book")
         self.idle_ns = idle_ns

@@ -25,7 +25,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contract.feed import MAX_DATAGRAM, MAX_PENDING, STAT_KEYS
+from contract.feed import (
+    MAX_DATAGRAM,
+    MAX_HOLD,
+    MAX_JUMP,
+    MAX_PENDING,
+    RESYNC_PACKETS,
+    STAT_KEYS,
+)
 from twinmatch import feed_cli
 from twinmatch.feed_cli import Exchange, message_offsets, receiver_for, start_exchange
 
@@ -354,6 +361,8 @@ def test_the_contract_matches_the_extension() -> None:
 
     assert _native.FEED_MAX_DATAGRAM == MAX_DATAGRAM
     assert _native.FEED_MAX_PENDING == MAX_PENDING
+    assert _native.FEED_MAX_HOLD == MAX_HOLD and _native.FEED_MAX_JUMP == MAX_JUMP
+    assert _native.FEED_RESYNC_PACKETS == RESYNC_PACKETS
     assert len(direct("optimized")._r.stats()) == len(STAT_KEYS) - 1  # bad_itch: Python's
     assert feed_cli.MOLD_HEADER_LEN == pcap.MOLD_HEADER_LEN
     assert feed_cli.END_OF_SESSION == pcap.END_OF_SESSION
@@ -647,3 +656,44 @@ def test_unanswered_rerequests_lose_only_what_was_lost(twin: str, answer: str) -
     assert rep["messages"] == n - rep["lost"] and rep["stop"] == "end"
     if answer == "garbage":
         assert rep["not_moldudp64"] + rep["bad_moldudp64"] + rep["wrong_session"] >= 3
+
+
+# Issue 30: a lying sequence number must not write off the rest of the day.
+@pytest.mark.parametrize("twin", TWINS)
+@pytest.mark.parametrize("lie", ["heartbeat", "data"])
+def test_an_implausible_jump_is_suspect_not_believed(twin: str, lie: str) -> None:
+    msgs = messages_of(day()[0])[:40]
+    mute = Mute()
+    rx = direct(twin, timeout_ns=1_000_000, retries=2)
+    rx.set_request_port(mute.port)
+    for i in range(20):
+        rx.on_packet(packet(i + 1, msgs[i : i + 1]), 0, 0)
+    rx.on_packet(heartbeat(2**63) if lie == "heartbeat" else packet(2**62, msgs[:1]), 0, 0)
+    now = 1_000_000
+    for _ in range(10):  # long enough to give up any gap it believed in
+        now += 2_000_000
+        rx.check_gap(now)
+    for i in range(20, 40):
+        rx.on_packet(packet(i + 1, msgs[i : i + 1]), 0, 0)
+    rx.on_packet(heartbeat(41, end=True), 0, 0)
+    rep = rx.report()
+    assert rep["messages"] == 40 and rep["lost"] == 0 and rep["suspect"] == 1
+    assert rx.done() and rep["gap_messages"] == 0 and rep["requests"] == 0
+    assert rx.market.books_csv() == books_after(twin, msgs)
+    rx.close()
+    mute.sock.close()
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_a_long_jump_is_believed_after_packets_that_continue_each_other(twin: str) -> None:
+    msgs = messages_of(day()[0])[:12]
+    rx = direct(twin, max_jump=100, timeout_ns=1_000_000)
+    for i in range(5):
+        rx.on_packet(packet(i + 1, msgs[i : i + 1]), 0, 0)
+    for k in range(3):  # a real feed 1,000 ahead (this receiver fell far behind)
+        rx.on_packet(packet(1000 + 2 * k, msgs[5 + 2 * k : 7 + 2 * k]), 0, 0)
+    s = rx.stats
+    assert s["suspect"] == 2 and s["buffered"] == 1  # the third is believed, held back
+    assert s["gaps"] == 1 and s["gap_messages"] == 1004 - 6
+    assert rx.report()["missing"] == 1004 - 6
+    rx.close()
