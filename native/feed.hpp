@@ -501,4 +501,98 @@ private:
     }
 };
 
+// --8<-- [start:sender]
+// A sender for the benchmarks: every packet is built before the clock starts, then sent
+// to 127.0.0.1:port with sendmmsg, up to `batch` datagrams per system call, flat out.
+// (A Python sender pays an interpreter round trip per packet, and set the pace before.)
+class Sender {
+public:
+    // raw: framed ITCH; starts[i], counts[i]: byte offset and message count of packet i,
+    // whose first message has sequence first_seq[i].
+    Sender(const std::uint8_t* raw, std::size_t raw_len, const std::int64_t* starts,
+           const std::int64_t* ends, const std::uint64_t* first_seq, const std::uint16_t* counts,
+           std::size_t n, int port, const std::string& session) {
+        if (session.size() != 10) throw std::invalid_argument("a MoldUDP64 session is 10 bytes");
+        std::memcpy(session_, session.data(), 10);
+        offsets_.reserve(n + 1);
+        offsets_.push_back(0);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (starts[i] < 0 || ends[i] < starts[i] || static_cast<std::size_t>(ends[i]) > raw_len ||
+                ends[i] - starts[i] > static_cast<std::int64_t>(kMaxDatagram - kMoldHeader))
+                throw std::invalid_argument("sender: packet " + std::to_string(i) + " out of range");
+            put_header(first_seq[i], counts[i]);
+            buf_.insert(buf_.end(), raw + starts[i], raw + ends[i]);
+            offsets_.push_back(buf_.size());
+        }
+        fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd_ < 0) throw std::runtime_error("socket(): " + std::string(std::strerror(errno)));
+        const int sndbuf = 1 << 22;
+        setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+        dest_.sin_family = AF_INET;
+        dest_.sin_port = htons(static_cast<std::uint16_t>(port));
+        dest_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // 127.0.0.1: the only address used
+    }
+    ~Sender() { if (fd_ >= 0) ::close(fd_); }
+    Sender(const Sender&) = delete;
+    Sender& operator=(const Sender&) = delete;
+    std::size_t packets() const { return offsets_.size() - 1; }
+
+    // Send packets [first, last) in sendmmsg calls of up to `batch`; returns how many the
+    // kernel took (on loopback a datagram the receiver has no room for is dropped there,
+    // after the kernel took it: the receiver's gaps count those).
+    std::size_t send(std::size_t first, std::size_t last, std::size_t batch) {
+        batch = std::clamp<std::size_t>(batch, 1, kMaxBatch);
+        last = std::min(last, packets());
+        std::size_t sent = 0;
+        while (first < last) {
+            const std::size_t n = std::min(batch, last - first);
+            for (std::size_t i = 0; i < n; ++i) {
+                iov_[i].iov_base = &buf_[offsets_[first + i]];
+                iov_[i].iov_len = offsets_[first + i + 1] - offsets_[first + i];
+                msgs_[i].msg_hdr = msghdr{};
+                msgs_[i].msg_hdr.msg_name = &dest_;
+                msgs_[i].msg_hdr.msg_namelen = sizeof dest_;
+                msgs_[i].msg_hdr.msg_iov = &iov_[i];
+                msgs_[i].msg_hdr.msg_iovlen = 1;
+            }
+            const int k = sendmmsg(fd_, msgs_.data(), static_cast<unsigned>(n), 0);
+            if (k <= 0) {
+                if (errno == EINTR || errno == ENOBUFS || errno == EAGAIN) continue;
+                throw std::runtime_error("sendmmsg(): " + std::string(std::strerror(errno)));
+            }
+            first += static_cast<std::size_t>(k);
+            sent += static_cast<std::size_t>(k);
+        }
+        return sent;
+    }
+
+    // A heartbeat (count 0) or end of session (count 0xFFFF) carrying next_seq.
+    void control(std::uint64_t next_seq, bool end) {
+        std::uint8_t p[kMoldHeader];
+        std::memcpy(p, session_, 10);
+        const std::uint64_t s = __builtin_bswap64(next_seq);
+        const std::uint16_t c = end ? 0xFFFF : 0;  // the same both ways round
+        std::memcpy(p + 10, &s, 8);
+        std::memcpy(p + 18, &c, 2);
+        ::sendto(fd_, p, sizeof p, 0, reinterpret_cast<const sockaddr*>(&dest_), sizeof dest_);
+    }
+
+private:
+    char session_[10];
+    std::vector<std::uint8_t> buf_;       // every packet, back to back
+    std::vector<std::size_t> offsets_;    // packet i is buf_[offsets_[i] .. offsets_[i+1])
+    int fd_ = -1;
+    sockaddr_in dest_{};
+    std::array<iovec, kMaxBatch> iov_{};
+    std::array<mmsghdr, kMaxBatch> msgs_{};
+
+    void put_header(std::uint64_t seq, std::uint16_t count) {
+        buf_.insert(buf_.end(), session_, session_ + 10);
+        for (int i = 7; i >= 0; --i) buf_.push_back(static_cast<std::uint8_t>(seq >> (8 * i)));
+        buf_.push_back(static_cast<std::uint8_t>(count >> 8));
+        buf_.push_back(static_cast<std::uint8_t>(count));
+    }
+};
+// --8<-- [end:sender]
+
 }  // namespace twinmatch::feed

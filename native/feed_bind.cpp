@@ -36,6 +36,10 @@ void need_room(const Receiver& r) {
 
 }  // namespace
 
+using I64s = nb::ndarray<const std::int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using U64s = nb::ndarray<const std::uint64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using U16s = nb::ndarray<const std::uint16_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+
 void register_feed(nb::module_& m) {
     m.attr("FEED_MAX_DATAGRAM") = twinmatch::feed::kMaxDatagram;
     m.attr("FEED_MAX_PENDING") = twinmatch::feed::kMaxPending;
@@ -43,6 +47,25 @@ void register_feed(nb::module_& m) {
     m.attr("FEED_MAX_HOLD") = twinmatch::feed::kMaxHold;
     m.attr("FEED_MAX_JUMP") = twinmatch::feed::kMaxJump;
     m.attr("FEED_RESYNC_PACKETS") = twinmatch::feed::kResyncPackets;
+    nb::class_<twinmatch::feed::Sender>(m, "FeedSender",
+                                        "Benchmark sender: pre-built packets, sendmmsg")
+        .def("__init__", [](twinmatch::feed::Sender* p, InBuf raw, I64s starts, I64s ends,
+                            U64s first_seq, U16s counts, int port, nb::bytes session) {
+                 const std::size_t n = starts.shape(0);
+                 if (ends.shape(0) != n || first_seq.shape(0) != n || counts.shape(0) != n)
+                     throw std::invalid_argument("sender: starts, ends, first_seq, counts differ in length");
+                 new (p) twinmatch::feed::Sender(raw.data(), raw.shape(0), starts.data(), ends.data(),
+                                                 first_seq.data(), counts.data(), n, port,
+                                                 std::string(session.c_str(), session.size()));
+             },
+             "raw"_a, "starts"_a, "ends"_a, "first_seq"_a, "counts"_a, "port"_a, "session"_a)
+        .def_prop_ro("packets", &twinmatch::feed::Sender::packets)
+        .def("send", [](twinmatch::feed::Sender& s, std::size_t first, std::size_t last,
+                        std::size_t batch) {
+                 nb::gil_scoped_release release;
+                 return s.send(first, last, batch);
+             }, "first"_a, "last"_a, "batch"_a, "Send packets [first, last); returns how many")
+        .def("control", &twinmatch::feed::Sender::control, "next_seq"_a, "end"_a);
     nb::class_<Receiver>(m, "FeedReceiver", "MoldUDP64 receiver: recvmmsg batches, gap recovery")
         .def("__init__", [](Receiver* r, int port, int request_port, std::uint64_t start,
                             std::int64_t timeout_ns, std::uint32_t retries, std::size_t batch,

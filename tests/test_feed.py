@@ -697,3 +697,18 @@ def test_a_long_jump_is_believed_after_packets_that_continue_each_other(twin: st
     assert s["gaps"] == 1 and s["gap_messages"] == 1004 - 6
     assert rx.report()["missing"] == 1004 - 6
     rx.close()
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_native_sender_delivers_the_day_in_order(twin: str) -> None:
+    raw = b"".join(struct.pack(">H", len(m)) + m for m in messages_of(day()[0])[:500])
+    rx = receiver_for(twin, 0, None, idle_ns=2_000_000_000, session=SESSION)
+    tx = feed_cli.native_sender(raw, rx.port)
+    assert tx.send(0, None, 8) == tx.packets > 0  # into the socket before it reads
+    tx.control(501, end=True)
+    rep = rx.run(MAX_NS)
+    rx.close()
+    assert rep["stop"] == "end" and rep["messages"] == 500 and rep["gaps"] == 0
+    assert rx.market.books_csv() == file_replay(twin, raw)
+    with pytest.raises(ValueError, match="port"):
+        feed_cli.native_sender(raw, 0)

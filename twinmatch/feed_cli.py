@@ -297,6 +297,33 @@ def multicast_roundtrip(messages: int = 2000, port: int = 30_013) -> str:
 # --8<-- [end:multicast]
 
 
+def native_sender(raw: bytes, port: int, window_ns: int = 100_000,
+                  session: bytes = SESSION) -> Any:
+    """The C++ sender (optimized.feed.Sender) loaded with `raw` cut as the Exchange cuts
+    it: every packet built before anything is sent."""
+    from optimized.feed import Sender
+
+    offsets = message_offsets(raw)
+    plan = [(offsets[first], offsets[first + count], first + 1, count)
+            for first, count, _ts in pack(raw, offsets, window_ns)]
+    return Sender(raw, plan, check_port(port), session)
+
+
+def check_port(port: int) -> int:
+    if not 0 < port <= 0xFFFF:
+        raise ValueError(f"port must be 1..65535, got {port}")
+    return port
+
+
+def hold_for(packets_per_s: float, timeout_ns: int, backlog_packets: int) -> int:
+    """Chapter 13's rule for the hold: the packets already in the socket when a gap is
+    seen, plus those the feed sends while the server has its first timeout to answer."""
+    from contract.feed import MAX_HOLD, MAX_PENDING
+
+    need = backlog_packets + int(packets_per_s * timeout_ns / 1e9 + 0.999999)
+    return max(MAX_PENDING, min(MAX_HOLD, need))
+
+
 def start_exchange(exchange: Exchange) -> tuple[threading.Thread, threading.Event, list[Any]]:
     """Run an exchange in a daemon thread; (thread, stop event, [its stats when done])."""
     stop = threading.Event()
