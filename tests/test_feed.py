@@ -712,3 +712,13 @@ def test_native_sender_delivers_the_day_in_order(twin: str) -> None:
     assert rx.market.books_csv() == file_replay(twin, raw)
     with pytest.raises(ValueError, match="port"):
         feed_cli.native_sender(raw, 0)
+
+
+def test_hold_for_follows_the_chapter_rule() -> None:
+    # backlog + rate x timeout, within [MAX_PENDING, MAX_HOLD]
+    assert feed_cli.hold_for(100_000, 50_000_000, 3000) == 3000 + 5000
+    assert feed_cli.hold_for(10, 50_000_000, 0) == MAX_PENDING
+    assert feed_cli.hold_for(10**7, 50_000_000, 0) == MAX_HOLD
+    for twin in TWINS:
+        with pytest.raises(ValueError, match="hold"):
+            direct(twin, hold=MAX_HOLD + 1)

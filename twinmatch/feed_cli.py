@@ -377,8 +377,14 @@ def feed_recv(args: argparse.Namespace) -> int:
         print("twinmatch feed recv: --batch, --spin and --busy-poll-us are the optimized "
               "receiver's", file=sys.stderr)
         return 2
+    from contract.feed import MAX_PENDING
+
+    timeout_ns = int(args.timeout_ms * 1e6)
+    hold = args.hold or (hold_for(args.rate, timeout_ns, args.backlog) if args.rate
+                         else MAX_PENDING)
     rx = receiver_for(args.impl, args.port, args.request_port or None, start=args.start,
-                      idle_ns=int(args.idle_ms * 1e6), **extra)
+                      idle_ns=int(args.idle_ms * 1e6), timeout_ns=timeout_ns,
+                      session=args.session, hold=hold, max_jump=args.max_jump, **extra)
     if getattr(rx, "busy_poll_error", 0) > 0:
         print(f"twinmatch feed recv: SO_BUSY_POLL refused (errno {rx.busy_poll_error}); "
               "receiving without it", file=sys.stderr)
@@ -439,6 +445,18 @@ def add_feed_parser(sub: Any) -> None:
     r.add_argument("--request-port", type=int, default=DEFAULT_REQUEST_PORT,
                    help="0: no re-request server")
     r.add_argument("--start", type=int, default=1, help="first sequence wanted (0: any)")
+    r.add_argument("--session", help="the feed's session name (default: the session of the "
+                                     "first data packet; a stray packet cannot choose it)")
+    r.add_argument("--timeout-ms", type=float, default=50.0,
+                   help="wait this long for a reply before asking again")
+    r.add_argument("--hold", type=int, default=0,
+                   help="packets held back behind gaps (default: from --rate, else 1,024)")
+    r.add_argument("--rate", type=float, default=0.0,
+                   help="the feed's peak packets/s: sizes the hold (chapter 13's rule)")
+    r.add_argument("--backlog", type=int, default=4096,
+                   help="packets the socket may hold when a gap is seen (for --rate)")
+    r.add_argument("--max-jump", type=int, default=1 << 20,
+                   help="messages past the highest known a packet may claim and be believed")
     r.add_argument("--idle-ms", type=float, default=60_000.0,
                    help="stop after this long without a datagram")
     r.add_argument("--max-seconds", type=float, default=3600.0)
