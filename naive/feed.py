@@ -167,8 +167,8 @@ class Receiver:
                 return False
         if seq + count - self.known <= self.max_jump:
             return True
-        # Too far ahead: believed only when RESYNC_PACKETS data packets in a row continue
-        # each other from there (a heartbeat alone never is).
+        # Too far ahead: believed only when RESYNC_PACKETS data packets in a row
+        # continue each other from there (a heartbeat alone never is).
         if count:
             run = self.resync[1] + 1 if seq == self.resync[0] else 1
             self.resync = (seq + count, run)
@@ -180,7 +180,8 @@ class Receiver:
     # --8<-- [end:trust]
 
     # --8<-- [start:place]
-    def place(self, seq: int, count: int, blocks: bytes, t_kernel: int, t_user: int) -> None:
+    def place(self, seq: int, count: int, blocks: bytes, t_kernel: int,
+              t_user: int) -> None:
         """A data packet of the session: a duplicate, held back, or delivered."""
         st = self.stats
         if seq + count <= self.expected or seq in self.pending:

@@ -133,9 +133,12 @@ public:
     // Is this packet (count 0: a heartbeat or end) of our session, and believable?
     // Counted if not.
     bool trusted(const std::uint8_t* p, std::uint64_t seq, std::uint64_t count) {
-        if (have_session && std::memcmp(session, p, 10) != 0) { ++st.wrong_session; return false; }
+        if (have_session && std::memcmp(session, p, 10) != 0) {
+            ++st.wrong_session;
+            return false;
+        }
         if (!synced) {
-            if (count) {  // the first data packet: evidence of the session and where it is
+            if (count) {  // the first data packet: evidence of session and position
                 std::memcpy(session, p, 10);
                 have_session = synced = true;
                 if (expected == 0) expected = known = seq;  // start 0: it decides
@@ -146,10 +149,10 @@ public:
                 return false;
             }
         }
-        const std::uint64_t claim = seq + count;  // checked: no wrap (seq <= 2^64-1-count)
+        const std::uint64_t claim = seq + count;  // no wrap: seq <= 2^64 - 1 - count
         if (claim <= known || claim - known <= max_jump) return true;
-        // Too far ahead: believed only when kResyncPackets data packets in a row continue
-        // each other from there (a heartbeat alone never is).
+        // Too far ahead: believed only when kResyncPackets data packets in a row
+        // continue each other from there (a heartbeat alone never is).
         if (count) {
             resync_run = seq == resync_next ? resync_run + 1 : 1;
             resync_next = claim;
@@ -501,7 +504,6 @@ private:
     }
 };
 
-// --8<-- [start:sender]
 // A sender for the benchmarks: every packet is built before the clock starts, then sent
 // to 127.0.0.1:port with sendmmsg, up to `batch` datagrams per system call, flat out.
 // (A Python sender pays an interpreter round trip per packet, and set the pace before.)
@@ -537,9 +539,10 @@ public:
     Sender& operator=(const Sender&) = delete;
     std::size_t packets() const { return offsets_.size() - 1; }
 
-    // Send packets [first, last) in sendmmsg calls of up to `batch`; returns how many the
-    // kernel took (on loopback a datagram the receiver has no room for is dropped there,
-    // after the kernel took it: the receiver's gaps count those).
+    // --8<-- [start:sender]
+    // Send packets [first, last) in sendmmsg calls of up to `batch`; returns how many
+    // the kernel took (on loopback a datagram the receiver has no room for is dropped
+    // there, after the kernel took it: the receiver's gaps count those).
     std::size_t send(std::size_t first, std::size_t last, std::size_t batch) {
         batch = std::clamp<std::size_t>(batch, 1, kMaxBatch);
         last = std::min(last, packets());
@@ -558,13 +561,14 @@ public:
             const int k = sendmmsg(fd_, msgs_.data(), static_cast<unsigned>(n), 0);
             if (k <= 0) {
                 if (errno == EINTR || errno == ENOBUFS || errno == EAGAIN) continue;
-                throw std::runtime_error("sendmmsg(): " + std::string(std::strerror(errno)));
+                throw std::runtime_error(std::string("sendmmsg(): ") + std::strerror(errno));
             }
             first += static_cast<std::size_t>(k);
             sent += static_cast<std::size_t>(k);
         }
         return sent;
     }
+    // --8<-- [end:sender]
 
     // A heartbeat (count 0) or end of session (count 0xFFFF) carrying next_seq.
     void control(std::uint64_t next_seq, bool end) {
@@ -593,6 +597,5 @@ private:
         buf_.push_back(static_cast<std::uint8_t>(count));
     }
 };
-// --8<-- [end:sender]
 
 }  // namespace twinmatch::feed
