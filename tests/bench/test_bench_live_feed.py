@@ -23,9 +23,9 @@ includes:
   which the sender repeats every 2 ms once the slice is out); ``receiver drops`` are the
   messages its socket lost (all given up: nothing re-requests them); the sender's own
   packets/s is recorded beside it, to show it outpaced the receiver.
-* ``paired`` (targets ``live-feed-receiver`` and ``live-feed-batch``): a receiver's own
-  limit, without a sender's pace in it: the native sender fills the receiver's socket
-  with ``BACKLOG`` messages and an end of session before the receiver reads (untimed),
+* ``paired`` (targets ``live-feed-backlog-vs-naive``, ``live-feed-batch64-vs-1``): a
+  receiver's own limit, without a sender's pace in it: the native sender fills the
+  receiver's socket with ``BACKLOG`` messages and an end of session before it reads (untimed),
   then the receiver drains it; a side's time runs from its first datagram to the last
   message in the book. Interleaved pairs (tests/bench/paired.py): optimized (batch 64)
   vs naive, and optimized batch 64 vs batch 1.
@@ -262,8 +262,9 @@ def backlog_side(name: str, impl: str, batch: int) -> Side:
 @pytest.mark.benchmark(group="live_feed")
 def test_paired_live_feed(benchmark: Any) -> None:
     n = messages_in(backlog_slice())
-    paired(benchmark, "live-feed-receiver", backlog_side("optimized", "optimized", 64),
-           backlog_side("naive", "naive", 1), pairs=11, warmup=1,
+    paired(benchmark, "live-feed-backlog-vs-naive",
+           backlog_side("optimized", "optimized", 64), backlog_side("naive", "naive", 1),
+           pairs=11, warmup=1,
            includes="a backlog the native sender left in the receiver's socket, drained: "
                     "first datagram read to the last message in the book (book mode)",
            workload=f"{n} messages from 09:30 of a generated day, about one a packet")
@@ -272,7 +273,7 @@ def test_paired_live_feed(benchmark: Any) -> None:
 @pytest.mark.benchmark(group="live_feed")
 def test_paired_recvmmsg_batch(benchmark: Any) -> None:
     n = messages_in(backlog_slice())
-    paired(benchmark, "live-feed-batch", backlog_side("batch-64", "optimized", 64),
+    paired(benchmark, "live-feed-batch64-vs-1", backlog_side("batch-64", "optimized", 64),
            backlog_side("batch-1", "optimized", 1), pairs=11, warmup=1,
            includes="the optimized receiver draining the same backlog with recvmmsg "
                     "batches of 64 vs 1: first datagram read to the last message in the book",
