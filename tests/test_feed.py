@@ -328,14 +328,26 @@ def arrivals(draw: st.DrawFn) -> list[tuple[str, int, int]]:
 @settings(max_examples=40, deadline=None)
 @given(arrivals())
 def test_twins_agree_on_random_arrivals(plan: list[tuple[str, int, int]]) -> None:
+    check_twins_agree(plan, {})
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrivals(), st.integers(1, 3), st.integers(1, 12))
+def test_twins_agree_with_a_tiny_hold_and_max_jump(plan: list[tuple[str, int, int]],
+                                                   hold: int, max_jump: int) -> None:
+    """The same, where the hold overflows (and gives runs up) and jumps are suspect."""
+    check_twins_agree(plan, {"hold": hold, "max_jump": max_jump, "session": SESSION})
+
+
+def check_twins_agree(plan: list[tuple[str, int, int]], kw: dict[str, Any]) -> None:
     msgs = messages_of(day()[0])[:40]
     results = []
     for twin in TWINS:
-        rx = direct(twin, timeout_ns=10, retries=1)
+        rx = direct(twin, timeout_ns=10, retries=1, **kw)
         now = 1_000
         for kind, seq, count in plan:
-            if kind == "data":
-                rx.on_packet(packet(seq, msgs[seq - 1 : seq - 1 + count]), 0, 0)
+            if kind == "data":  # received "now": a full hold may give a run up
+                rx.on_packet(packet(seq, msgs[seq - 1 : seq - 1 + count]), now, 0)
             elif kind in ("hb", "end"):
                 rx.on_packet(heartbeat(seq, end=kind == "end"), 0, 0)
             else:
