@@ -1035,11 +1035,21 @@ class FeedSender:
 
     def __init__(
         self,
-        raw: Annotated[NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu", writable=False)],
-        starts: Annotated[NDArray[numpy.int64], dict(shape=(None,), order="C", device="cpu", writable=False)],
-        ends: Annotated[NDArray[numpy.int64], dict(shape=(None,), order="C", device="cpu", writable=False)],
-        first_seq: Annotated[NDArray[numpy.uint64], dict(shape=(None,), order="C", device="cpu", writable=False)],
-        counts: Annotated[NDArray[numpy.uint16], dict(shape=(None,), order="C", device="cpu", writable=False)],
+        raw: Annotated[
+            NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
+        starts: Annotated[
+            NDArray[numpy.int64], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
+        ends: Annotated[
+            NDArray[numpy.int64], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
+        first_seq: Annotated[
+            NDArray[numpy.uint64], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
+        counts: Annotated[
+            NDArray[numpy.uint16], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
         port: int,
         session: bytes,
     ) -> None: ...
@@ -1069,6 +1079,7 @@ class FeedReceiver:
         max_jump: int,
     ) -> None:
         """session: 10 bytes, or b"" to adopt the first data packet's"""
+
     @property
     def port(self) -> int: ...
     @property
