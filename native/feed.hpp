@@ -223,7 +223,8 @@ public:
             }
             request_on = true;
             request_seq = expected;
-            request_deadline = now + timeout_ns;
+            if (__builtin_add_overflow(now, timeout_ns, &request_deadline))  // no UB on
+                request_deadline = timeout_ns > 0 ? INT64_MAX : INT64_MIN;  // any int64
             if (!have_server || !have_session) return false;
             seq = expected;
             count = static_cast<std::uint32_t>(std::min<std::uint64_t>(end - expected, kMaxRequest));
@@ -320,7 +321,10 @@ private:
     // this packet? Then a timely reply would have been read before it, however far
     // behind the receiver is (the kernel's timestamps and now_ns() share one clock).
     bool waited_out(std::int64_t t_kernel) const {
-        return request_on && request_seq == expected && t_kernel - asked_at >= timeout_ns;
+        if (!request_on || request_seq != expected) return false;
+        std::int64_t waited;  // times come from Python too: any int64, so no overflow
+        if (__builtin_sub_overflow(t_kernel, asked_at, &waited)) return t_kernel > asked_at;
+        return waited >= timeout_ns;
     }
     // Count messages expected .. end-1 as lost; deliver what is then in sequence.
     void give_up(std::uint64_t end) {
