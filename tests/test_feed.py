@@ -734,3 +734,19 @@ def test_hold_for_follows_the_chapter_rule() -> None:
     for twin in TWINS:
         with pytest.raises(ValueError, match="hold"):
             direct(twin, hold=MAX_HOLD + 1)
+
+
+def test_extreme_timestamps_are_handled_alike() -> None:
+    """Any int64 the API is given (no overflow in C++, the same answers as Python)."""
+    msgs = messages_of(day()[0])[:6]
+    out = []
+    for twin in TWINS:
+        rx = direct(twin, hold=1, timeout_ns=5)
+        for now in (2**63 - 1, -(2**63)):
+            rx.on_packet(packet(1, msgs[:1]), 0, 0)
+            rx.on_packet(packet(3, msgs[2:3]), now, now)
+            rx.check_gap(now)
+            rx.on_packet(packet(5, msgs[4:5]), -now - 1, 0)  # finds the hold full
+        out.append(dict(rx.stats))
+        rx.close()
+    assert out[0] == out[1] and out[0]["overflow"] >= 1
