@@ -204,7 +204,7 @@ def flat_out_run(impl: str, data: bytes, batch: int) -> dict[str, Any]:
         "gaps": rep["gaps"], "gap_messages": rep["gap_messages"],
         "injected_drop_messages": 0, "receiver_drop_messages": rep["lost"],
         "requests": rep["requests"], "recovered": rep["recovered"], "lost": rep["lost"],
-        "tail_s": 0.0, "seconds": seconds,
+        "seconds": seconds,
         "socket_to_book_ns": {k: s2b[k] for k in ("p50", "p99", "p99.9", "max")},
         "decode_to_book_ns": {k: d2b[k] for k in ("p50", "p99", "p99.9", "max")},
     }
