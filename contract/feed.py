@@ -11,15 +11,20 @@ count every packet the same way, under these names, in this order (native/feed.h
   ``bad_moldudp64``: its message blocks overrun the datagram (a count beyond the payload, a
   length past the end), sequence 0, or a next sequence number (``seq + count``) past
   2**64 - 1 (the rule of chapter 4's PCAP readers).
-  ``wrong_session``: a session other than the first one seen.
+  ``wrong_session``: a session other than the receiver's (the configured one, else the
+  one it adopted). ``unsynced``: a heartbeat or end of session that came before the
+  receiver knew its session and position (no session configured, or ``start`` 0, and no
+  data packet yet): it vouches for nothing, so it is counted and changes nothing.
+  ``suspect``: a packet whose sequence numbers reach more than ``max_jump`` past the
+  highest known (a lie, or a jump nothing can confirm): counted, changes nothing.
 * ``data_packets`` (valid, with messages), ``heartbeats`` (count 0), ``end_of_session``
   (count 0xFFFF).
 * ``messages``: delivered to the market, each exactly once, in sequence order.
 * ``duplicate_packets`` / ``duplicate_messages``: already delivered (or already buffered).
 * ``gaps``: packets (or heartbeats) that revealed missing messages beyond any already known
   missing; ``gap_messages``: how many they revealed. ``buffered``: packets held back
-  because they arrived ahead of a gap; ``overflow``: packets dropped because ``MAX_PENDING``
-  were already held (their messages get re-requested like any other gap).
+  because they arrived ahead of a gap; ``overflow``: packets that found ``hold`` packets
+  already held (see the rules below).
 * ``requests``: request packets sent; ``recovered``: messages of a gap that reached the
   market after all (from a reply or a late, reordered packet); ``lost``: messages given up
   on, after ``retries`` unanswered requests for them (or at once with no re-request server
@@ -32,6 +37,11 @@ count every packet the same way, under these names, in this order (native/feed.h
 
 The rules both twins follow:
 
+* The session is ``session`` when configured; otherwise the session of the first valid
+  data packet (a heartbeat is no evidence: any stray one would do). That first data
+  packet also sets the position when ``start`` is 0, and is the one packet not judged by
+  ``max_jump``. A claim beyond ``known + max_jump`` is believed only when
+  ``RESYNC_PACKETS`` data packets in a row continue each other from there.
 * ``expected`` starts at ``start`` (1 by default: a receiver that starts late re-requests
   everything before the first packet it sees; 0 means "whatever arrives first").
 * A packet with ``seq + count <= expected`` is a duplicate; one that overlaps delivers only
@@ -41,6 +51,13 @@ The rules both twins follow:
   min(first known sequence after the gap - expected, MAX_REQUEST))``. It is sent again when
   ``timeout_ns`` passes without progress; after ``retries`` re-sends the whole run of
   missing messages up to the next buffered packet (or the highest known sequence) is lost.
+* A packet that must be held back when ``hold`` packets already are (``overflow``): if the
+  kernel received it ``timeout_ns`` or more after the first request for the missing run
+  (so a timely reply would have been read before it), the missing messages before it (or
+  before the first held packet, if lower) are given up at once, the held packets then in
+  sequence are delivered, and it is held or delivered in turn. Otherwise it is dropped and
+  its messages are missing like any other gap's. Size ``hold`` for the socket's backlog
+  plus the feed's packet rate times ``timeout_ns`` (chapter 13).
 * The run ends on an end-of-session packet once nothing is missing or buffered ("end"), or
   after ``idle_ns`` with no datagram at all ("idle"): heartbeats keep a receiver alive.
 """
@@ -51,7 +68,8 @@ from typing import Final
 
 __all__ = [
     "DEFAULT_FEED_PORT", "DEFAULT_REQUEST_PORT", "HOST", "MAX_DATAGRAM", "MAX_PAYLOAD",
-    "MAX_PENDING", "MAX_REQUEST", "STAT_KEYS", "STOP_REASONS", "check_host",
+    "MAX_HOLD", "MAX_JUMP", "MAX_PENDING", "MAX_REQUEST", "RESYNC_PACKETS", "STAT_KEYS",
+    "STOP_REASONS", "check_host", "session_name",
 ]
 
 # --8<-- [start:constants]
@@ -64,12 +82,15 @@ DEFAULT_REQUEST_PORT: Final = 30_002
 MAX_PAYLOAD: Final = 1400
 MAX_DATAGRAM: Final = 2048  # a receiver reads at most this many bytes of a datagram
 MAX_REQUEST: Final = 0xFFFE  # a request's count: 0xFFFF would read as end of session
-MAX_PENDING: Final = 1024  # packets a receiver holds back behind a gap
+MAX_PENDING: Final = 1024  # packets a receiver holds back behind a gap, by default
+MAX_HOLD: Final = 16_384  # the most it may be configured to hold (2 KiB each)
+MAX_JUMP: Final = 1 << 20  # messages past the highest known sequence a packet may claim
+RESYNC_PACKETS: Final = 3  # data packets in a row that make a longer jump believed
 # --8<-- [end:constants]
 
 STAT_KEYS: Final[tuple[str, ...]] = (
-    "packets", "truncated", "not_moldudp64", "bad_moldudp64", "wrong_session",
-    "data_packets", "heartbeats", "end_of_session", "messages", "duplicate_packets",
+    "packets", "truncated", "not_moldudp64", "bad_moldudp64", "wrong_session", "unsynced",
+    "suspect", "data_packets", "heartbeats", "end_of_session", "messages", "duplicate_packets",
     "duplicate_messages", "gaps", "gap_messages", "buffered", "overflow", "requests",
     "recovered", "lost", "next_seq", "bad_itch",
 )
@@ -81,3 +102,13 @@ def check_host(host: str) -> str:
     if host != HOST:
         raise ValueError(f"feed sockets talk to {HOST} only, not {host!r}")
     return host
+
+
+def session_name(session: str | bytes) -> bytes:
+    """A MoldUDP64 session name as it is on the wire: at most 10 ASCII bytes
+    (spec/itch50.md §4), padded with spaces on the right as the simulator pads it (the
+    spec names no padding: UNVERIFIED for NASDAQ's session names)."""
+    raw = session.encode("ascii") if isinstance(session, str) else bytes(session)
+    if len(raw) > 10:
+        raise ValueError(f"a MoldUDP64 session is at most 10 bytes, got {raw!r}")
+    return raw.ljust(10)

@@ -24,10 +24,14 @@ from typing import Any, Final
 from contract.feed import (
     HOST,
     MAX_DATAGRAM,
+    MAX_HOLD,
+    MAX_JUMP,
     MAX_PENDING,
     MAX_REQUEST,
+    RESYNC_PACKETS,
     STAT_KEYS,
     check_host,
+    session_name,
 )
 from contract.histogram import PERCENTILES
 from naive import itch
@@ -68,12 +72,18 @@ def kernel_time(ancdata: list[tuple[int, int, bytes]], fallback: int) -> int:
 
 class Receiver:
     """One MoldUDP64 stream into a market. ``request_port``: the re-request server's port
-    on 127.0.0.1 (None: no server, gaps are lost once the timeout passes)."""
+    on 127.0.0.1 (None: no server, gaps are lost once the timeout passes). ``session``:
+    the feed's session name (None: the session of the first data packet)."""
 
     def __init__(self, sock: socket.socket, market: Market | None = None,
                  request_port: int | None = None, start: int = 1,
                  timeout_ns: int = 50_000_000, retries: int = 20,
-                 idle_ns: int = 2_000_000_000) -> None:
+                 idle_ns: int = 2_000_000_000, session: str | bytes | None = None,
+                 hold: int = MAX_PENDING, max_jump: int = MAX_JUMP) -> None:
+        if not 1 <= hold <= MAX_HOLD:
+            raise ValueError(f"hold must be 1..{MAX_HOLD} packets, got {hold}")
+        if not 1 <= max_jump <= U64_MAX:
+            raise ValueError(f"max_jump must be 1..2**64-1 messages, got {max_jump}")
         self.sock = sock
         self.market = market if market is not None else Market("book")
         self.request_to: tuple[str, int] | None = None
@@ -81,11 +91,16 @@ class Receiver:
         self.stats: dict[str, int] = dict.fromkeys(STAT_KEYS, 0)
         self.expected = start  # next sequence number to deliver; 0 = take the first seen
         self.known = start     # one past the highest sequence number known to exist
-        self.session: bytes | None = None
+        self.session = None if session is None else session_name(session)
+        self.synced = False  # a data packet of the session has been accepted
         self.pending: dict[int, tuple[int, bytes, int, int]] = {}  # seq -> count, blocks, times
         self.request: tuple[int, int] | None = None  # (first seq asked for, deadline ns)
         self.tries = 0
+        self.asked_at = 0  # when the run at request[0] was first asked for
         self.timeout_ns, self.retries, self.idle_ns = timeout_ns, retries, idle_ns
+        self.hold = hold  # packets it may hold back behind gaps
+        self.max_jump = max_jump  # how far past `known` a packet may reach and be believed
+        self.resync = (0, 0)  # (the seq that continues the last too-far packet, run length)
         self.end_seen = False
         self.stop = "running"
         self.first_ns = self.stop_ns = 0  # wall clock of the first datagram, of the stop
@@ -122,36 +137,92 @@ class Receiver:
             if ends is None or seq == 0 or seq + count > U64_MAX:
                 st["bad_moldudp64"] += 1
                 return
-        if self.session is None:
-            self.session = session
-        elif session != self.session:
-            st["wrong_session"] += 1
+        if not self.trusted(session, seq, count if ends else 0):
             return
-        if self.expected == 0:  # start 0: the first packet sets where we are
-            self.expected = self.known = seq
         if not ends:  # heartbeat or end of session: seq is the next sequence number
             st["heartbeats" if count == 0 else "end_of_session"] += 1
             self.end_seen |= count == END_OF_SESSION
             self.learn(seq, seq)
             return
         st["data_packets"] += 1
+        self.place(seq, count, payload[MOLD_HEADER_LEN : ends[-1]], t_kernel, t_user)
+    # --8<-- [end:packet]
+
+    # --8<-- [start:trust]
+    def trusted(self, session: bytes, seq: int, count: int) -> bool:
+        """Is this packet (count 0: a heartbeat or end) of our session, and believable?
+        Counted if not."""
+        st = self.stats
+        if self.session is not None and session != self.session:
+            st["wrong_session"] += 1
+            return False
+        if not self.synced:
+            if count:  # the first data packet: evidence of the session and where it is
+                self.session, self.synced = session, True
+                if self.expected == 0:  # start 0: it sets where we are
+                    self.expected = self.known = seq
+                return True  # the one packet not judged by max_jump
+            if self.session is None or self.expected == 0:
+                st["unsynced"] += 1  # whose heartbeat, or where from? It proves nothing
+                return False
+        if seq + count - self.known <= self.max_jump:
+            return True
+        # Too far ahead: believed only when RESYNC_PACKETS data packets in a row
+        # continue each other from there (a heartbeat alone never is).
+        if count:
+            run = self.resync[1] + 1 if seq == self.resync[0] else 1
+            self.resync = (seq + count, run)
+            if run >= RESYNC_PACKETS:
+                self.resync = (0, 0)
+                return True
+        st["suspect"] += 1
+        return False
+    # --8<-- [end:trust]
+
+    # --8<-- [start:place]
+    def place(self, seq: int, count: int, blocks: bytes, t_kernel: int,
+              t_user: int) -> None:
+        """A data packet of the session: a duplicate, held back, or delivered."""
+        st = self.stats
         if seq + count <= self.expected or seq in self.pending:
             st["duplicate_packets"] += 1
             st["duplicate_messages"] += count
             return
-        if seq > self.expected:  # ahead of a gap: hold it back
-            if len(self.pending) >= MAX_PENDING:  # no room: its messages become a gap too
-                st["overflow"] += 1
-                self.learn(seq, seq)
-                return
-            self.learn(seq, seq + count)
-            st["buffered"] += 1
-            self.pending[seq] = (count, payload[MOLD_HEADER_LEN : ends[-1]], t_kernel, t_user)
-            return
+        self.learn(seq, seq)  # what is missing before it
+        if seq > self.expected and len(self.pending) >= self.hold:
+            st["overflow"] += 1  # no room to hold it
+            if not self.waited_out(t_kernel):
+                return  # dropped: its messages are now missing, to be asked for
+            # The server had its time: give up what is missing before this packet (or
+            # before the first held one); what is held behind that is delivered.
+            self.give_up(min(seq, min(self.pending)))
         self.learn(seq, seq + count)
-        self.deliver(seq, count, payload[MOLD_HEADER_LEN : ends[-1]], t_kernel, t_user)
+        if seq + count <= self.expected:  # what a give-up released covered it
+            st["duplicate_packets"] += 1
+            st["duplicate_messages"] += count
+            return
+        if seq > self.expected:  # ahead of a gap: hold it back
+            st["buffered"] += 1
+            self.pending[seq] = (count, blocks, t_kernel, t_user)
+            return
+        self.deliver(seq, count, blocks, t_kernel, t_user)
         self.drain()
-    # --8<-- [end:packet]
+    # --8<-- [end:place]
+
+    def waited_out(self, t_kernel: int) -> bool:
+        """Was the run at `expected` asked for at least `timeout_ns` before the kernel
+        received this packet? Then any timely reply would have been read before it,
+        however far behind this receiver is."""
+        return (self.request is not None and self.request[0] == self.expected
+                and t_kernel - self.asked_at >= self.timeout_ns)
+
+    def give_up(self, end: int) -> None:
+        """Count messages expected .. end-1 as lost; deliver what is then in sequence."""
+        self.stats["lost"] += end - self.expected
+        self.expected = end
+        self.stats["next_seq"] = end
+        self.request = None
+        self.drain()
 
     def learn(self, first: int, end: int) -> None:
         """A packet holding sequence numbers first .. end-1 arrived: any below `first`
@@ -214,14 +285,10 @@ class Receiver:
                     return  # asked already; the reply has time yet
                 self.tries += 1
                 if self.tries > (self.retries if self.request_to else 0):
-                    self.stats["lost"] += end - self.expected  # give up: skip the run
-                    self.expected = end
-                    self.stats["next_seq"] = end
-                    self.request = None
-                    self.drain()
+                    self.give_up(end)  # skip the run
                     continue
             else:
-                self.tries = 0
+                self.tries, self.asked_at = 0, now  # a new run: its first request
             if self.request_to is not None and self.session is not None:
                 count = min(end - self.expected, MAX_REQUEST)
                 self.sock.sendto(request_packet(self.session, self.expected, count),

@@ -31,7 +31,10 @@ using pcap::be64;
 using pcap::kMoldHeader;
 
 constexpr std::size_t kMaxDatagram = 2048;  // MAX_DATAGRAM in contract/feed.py
-constexpr std::size_t kMaxPending = 1024;   // MAX_PENDING
+constexpr std::size_t kMaxPending = 1024;   // MAX_PENDING: packets held back, by default
+constexpr std::size_t kMaxHold = 16'384;    // MAX_HOLD: the most a receiver may hold
+constexpr std::uint64_t kMaxJump = 1 << 20;  // MAX_JUMP: messages past `known` believed
+constexpr std::uint64_t kResyncPackets = 3;  // RESYNC_PACKETS
 constexpr std::uint32_t kMaxRequest = 0xFFFE;
 constexpr std::uint16_t kEndOfSession = 0xFFFF;
 constexpr std::size_t kMaxBatch = 1024;     // the largest recvmmsg batch a receiver takes
@@ -39,12 +42,12 @@ constexpr std::size_t kMaxBatch = 1024;     // the largest recvmmsg batch a rece
 // The counts, in contract/feed.py's STAT_KEYS order (tests/test_feed.py checks the names).
 struct FeedStats {
     std::uint64_t packets = 0, truncated = 0, not_moldudp64 = 0, bad_moldudp64 = 0,
-                  wrong_session = 0, data_packets = 0, heartbeats = 0, end_of_session = 0,
+                  wrong_session = 0, unsynced = 0, suspect = 0, data_packets = 0, heartbeats = 0, end_of_session = 0,
                   messages = 0, duplicate_packets = 0, duplicate_messages = 0, gaps = 0,
                   gap_messages = 0, buffered = 0, overflow = 0, requests = 0, recovered = 0,
                   lost = 0, next_seq = 0;
 };
-static_assert(sizeof(FeedStats) == 19 * 8, "one u64 per STAT_KEYS name");
+static_assert(sizeof(FeedStats) == 21 * 8, "one u64 per STAT_KEYS name");
 
 inline std::int64_t now_ns() {  // CLOCK_REALTIME: the clock of the kernel's timestamps
     timespec ts;
@@ -65,22 +68,38 @@ class FeedCore {
 public:
     FeedStats st;
     std::uint64_t expected, known;  // next to deliver; one past the highest known to exist
-    bool have_session = false, end_seen = false;
+    // have_session: configured, or adopted from the first data packet (synced).
+    bool have_session = false, synced = false, end_seen = false;
     char session[10] = {};
     // The outstanding request: the sequence asked for and when to ask again.
     bool request_on = false;
     std::uint64_t request_seq = 0;
     std::int64_t request_deadline = 0;
+    std::uint64_t max_jump = kMaxJump;
+    std::uint64_t resync_next = 0, resync_run = 0;  // the run of too-far data packets
+    std::int64_t asked_at = 0;  // when the run at request_seq was first asked for
     std::uint32_t tries = 0, retries;
     std::int64_t timeout_ns;
 
-    FeedCore(std::uint64_t start, std::int64_t timeout, std::uint32_t retries_)
-        : expected(start), known(start), retries(retries_), timeout_ns(timeout),
-          held_data_(kMaxPending * kMaxDatagram), out_(kRoom * kMaxDatagram),
-          times_(kRoom * 2) {
+    // session_: the feed's session name, 10 bytes (empty: adopt the first data packet's).
+    // hold: packets it may hold back behind gaps (1..kMaxHold).
+    FeedCore(std::uint64_t start, std::int64_t timeout, std::uint32_t retries_,
+             const std::string& session_ = {}, std::size_t hold = kMaxPending,
+             std::uint64_t max_jump_ = kMaxJump)
+        : expected(start), known(start), max_jump(max_jump_), retries(retries_),
+          timeout_ns(timeout),
+          hold_(check_hold(hold)), held_(hold), held_data_(hold * kMaxDatagram),
+          free_(hold), ord_(hold), out_((2 * kMaxBatch + hold) * kMaxDatagram),
+          times_((2 * kMaxBatch + hold) * 2) {
         st.next_seq = start;
-        for (std::size_t i = 0; i < kMaxPending; ++i) free_[i] = static_cast<std::uint32_t>(i);
-        n_free_ = kMaxPending;
+        if (session_.size() == 10) {
+            std::memcpy(session, session_.data(), 10);
+            have_session = true;
+        } else if (!session_.empty()) {
+            throw std::invalid_argument("a MoldUDP64 session is 10 bytes");
+        }
+        for (std::size_t i = 0; i < hold_; ++i) free_[i] = static_cast<std::uint32_t>(i);
+        n_free_ = hold_;
     }
 
     // --8<-- [start:packet]
@@ -99,65 +118,113 @@ public:
                 return;
             }
         }
-        if (!have_session) {
-            std::memcpy(session, p, 10);
-            have_session = true;
-        } else if (std::memcmp(session, p, 10) != 0) {
-            ++st.wrong_session;
-            return;
-        }
-        if (expected == 0) expected = known = seq;  // start 0: the first packet decides
+        if (!trusted(p, seq, data ? count : 0)) return;
         if (!data) {  // heartbeat / end of session: seq is the next sequence number
             if (count == 0) ++st.heartbeats; else { ++st.end_of_session; end_seen = true; }
             learn(seq, seq);
             return;
         }
         ++st.data_packets;
-        if (seq + count <= expected || find_held(seq) >= 0) {
+        place(seq, count, p + kMoldHeader, end - kMoldHeader, t_kernel, t_user);
+    }
+    // --8<-- [end:packet]
+
+    // --8<-- [start:trust]
+    // Is this packet (count 0: a heartbeat or end) of our session, and believable?
+    // Counted if not.
+    bool trusted(const std::uint8_t* p, std::uint64_t seq, std::uint64_t count) {
+        if (have_session && std::memcmp(session, p, 10) != 0) {
+            ++st.wrong_session;
+            return false;
+        }
+        if (!synced) {
+            if (count) {  // the first data packet: evidence of session and position
+                std::memcpy(session, p, 10);
+                have_session = synced = true;
+                if (expected == 0) expected = known = seq;  // start 0: it decides
+                return true;  // the one packet not judged by max_jump
+            }
+            if (!have_session || expected == 0) {
+                ++st.unsynced;  // whose heartbeat, or where from? It proves nothing yet
+                return false;
+            }
+        }
+        const std::uint64_t claim = seq + count;  // no wrap: seq <= 2^64 - 1 - count
+        if (claim <= known || claim - known <= max_jump) return true;
+        // Too far ahead: believed only when kResyncPackets data packets in a row
+        // continue each other from there (a heartbeat alone never is).
+        if (count) {
+            resync_run = seq == resync_next ? resync_run + 1 : 1;
+            resync_next = claim;
+            if (resync_run >= kResyncPackets) {
+                resync_next = resync_run = 0;
+                return true;
+            }
+        }
+        ++st.suspect;
+        return false;
+    }
+    // --8<-- [end:trust]
+
+    // --8<-- [start:place]
+    // A data packet of the session: a duplicate, held back, or delivered.
+    void place(std::uint64_t seq, std::uint64_t count, const std::uint8_t* blocks,
+               std::size_t len, std::int64_t t_kernel, std::int64_t t_user) {
+        if (seq + count <= expected || find_held(seq) != kNone) {
             ++st.duplicate_packets;
             st.duplicate_messages += count;
             return;
         }
-        if (seq > expected) {  // ahead of a gap: hold it back
-            if (n_free_ == 0) { ++st.overflow; learn(seq, seq); return; }
-            learn(seq, seq + count);
+        learn(seq, seq);  // what is missing before it
+        if (seq > expected && n_free_ == 0) {
+            ++st.overflow;  // no room to hold it
+            if (!waited_out(t_kernel)) return;  // dropped: missing now, to be asked for
+            // The server had its time: give up what is missing before this packet (or
+            // before the first held one); what is held behind that is delivered.
+            give_up(std::min(seq, held_[ord_[head_]].seq));
+        }
+        learn(seq, seq + count);
+        if (seq + count <= expected) {  // what a give-up released covered it
+            ++st.duplicate_packets;
+            st.duplicate_messages += count;
+            return;
+        }
+        if (seq > expected) {  // ahead of a gap: hold it back (room is certain here)
             ++st.buffered;
             const std::uint32_t slot = free_[--n_free_];
             Held& h = held_[slot];
-            h.seq = seq; h.count = count; h.len = static_cast<std::uint32_t>(end - kMoldHeader);
+            h.seq = seq; h.count = count; h.len = static_cast<std::uint32_t>(len);
             h.t_kernel = t_kernel; h.t_user = t_user;
-            std::memcpy(&held_data_[slot * kMaxDatagram], p + kMoldHeader, h.len);
-            used_[n_used_++] = slot;
+            std::memcpy(&held_data_[slot * kMaxDatagram], blocks, len);
+            insert_held(slot);
             return;
         }
-        learn(seq, seq + count);
-        deliver(seq, count, p + kMoldHeader, end - kMoldHeader, t_kernel, t_user);
+        deliver(seq, count, blocks, len, t_kernel, t_user);
         drain();
     }
-    // --8<-- [end:packet]
+    // --8<-- [end:place]
 
     // --8<-- [start:gap]
     // Ask for the first run of missing messages; give it up after `retries` tries. Returns
     // true with (seq, count) set when a request is due now (the caller sends it).
     bool check_gap(std::int64_t now, bool have_server, std::uint64_t& seq, std::uint32_t& count) {
         while (expected < known) {
-            const std::uint64_t end = n_used_ ? held_[used_[min_held()]].seq : known;
+            const std::uint64_t end = n_held() ? held_[ord_[head_]].seq : known;
             if (request_on && request_seq == expected) {
                 if (now < request_deadline) return false;  // the reply has time yet
                 ++tries;
                 if (tries > (have_server ? retries : 0)) {  // give up: skip the run
-                    st.lost += end - expected;
-                    expected = st.next_seq = end;
-                    request_on = false;
-                    drain();
+                    give_up(end);
                     continue;
                 }
             } else {
                 tries = 0;
+                asked_at = now;  // a new run: its first request
             }
             request_on = true;
             request_seq = expected;
-            request_deadline = now + timeout_ns;
+            if (__builtin_add_overflow(now, timeout_ns, &request_deadline))  // no UB on
+                request_deadline = timeout_ns > 0 ? INT64_MAX : INT64_MIN;  // any int64
             if (!have_server || !have_session) return false;
             seq = expected;
             count = static_cast<std::uint32_t>(std::min<std::uint64_t>(end - expected, kMaxRequest));
@@ -169,24 +236,20 @@ public:
     }
     // --8<-- [end:gap]
 
-    // Known to exist, not delivered, not held back, not given up (sorts a copy: no alloc).
+    // Known to exist, not delivered, not held back, not given up (held in seq order).
     std::uint64_t missing() const {
-        std::array<std::pair<std::uint64_t, std::uint64_t>, kMaxPending> runs;
-        for (std::size_t i = 0; i < n_used_; ++i) {
-            const Held& h = held_[used_[i]];
-            runs[i] = {h.seq, h.seq + h.count};
-        }
-        std::sort(runs.begin(), runs.begin() + static_cast<std::ptrdiff_t>(n_used_));
         std::uint64_t covered = 0, pos = expected;
-        for (std::size_t i = 0; i < n_used_; ++i)
-            if (runs[i].second > pos) {
-                covered += runs[i].second - std::max(runs[i].first, pos);
-                pos = runs[i].second;
+        for (std::size_t i = head_; i < tail_; ++i) {
+            const Held& h = held_[ord_[i]];
+            if (h.seq + h.count > pos) {
+                covered += h.seq + h.count - std::max(h.seq, pos);
+                pos = h.seq + h.count;
             }
+        }
         return known - expected - covered;
     }
-    bool done() const { return end_seen && expected >= known && n_used_ == 0; }
-    std::size_t held() const { return n_used_; }
+    bool done() const { return end_seen && expected >= known && n_held() == 0; }
+    std::size_t held() const { return n_held(); }
 
     // What was delivered since the last take: framed blocks and (t_kernel, t_user) pairs.
     const std::uint8_t* out() const { return out_.data(); }
@@ -196,18 +259,22 @@ public:
     void take() { out_len_ = 0; n_times_ = 0; }
     // Room for one more batch of `batch` datagrams? Each delivers its own messages and may
     // release held packets, but each held packet is delivered once: at most batch +
-    // kMaxPending packets' worth.
+    // hold packets' worth.
     bool room(std::size_t batch) const {
-        return out_len_ + (batch + kMaxPending) * kMaxDatagram <= out_.size() &&
-               n_times_ + batch + kMaxPending <= times_.size() / 2;
+        return out_len_ + (batch + hold_) * kMaxDatagram <= out_.size() &&
+               n_times_ + batch + hold_ <= times_.size() / 2;
     }
 
 private:
-    static constexpr std::size_t kRoom = 2 * kMaxBatch + kMaxPending;  // packets' worth
-    std::array<Held, kMaxPending> held_{};
+    static constexpr std::size_t kNone = ~std::size_t{0};
+    std::size_t hold_;
+    std::vector<Held> held_;               // the slots
     std::vector<std::uint8_t> held_data_;  // slot i's blocks at i * kMaxDatagram
-    std::array<std::uint32_t, kMaxPending> used_{}, free_{};
-    std::size_t n_used_ = 0, n_free_ = 0;
+    std::vector<std::uint32_t> free_;      // free slots: free_[0 .. n_free_)
+    // The held slots in sequence order: ord_[head_ .. tail_). Packets usually arrive in
+    // order, so an insert is usually an append, and delivery pops from the front.
+    std::vector<std::uint32_t> ord_;
+    std::size_t n_free_ = 0, head_ = 0, tail_ = 0;
     std::vector<std::uint8_t> out_;
     std::size_t out_len_ = 0;
     std::vector<std::int64_t> times_;
@@ -221,16 +288,50 @@ private:
         known = std::max(known, end);
     }
 
-    std::ptrdiff_t find_held(std::uint64_t seq) const {
-        for (std::size_t i = 0; i < n_used_; ++i)
-            if (held_[used_[i]].seq == seq) return static_cast<std::ptrdiff_t>(i);
-        return -1;
+    static std::size_t check_hold(std::size_t hold) {
+        if (hold < 1 || hold > kMaxHold) throw std::invalid_argument("hold: 1..16384 packets");
+        return hold;
     }
-    std::size_t min_held() const {  // index into used_ of the lowest held sequence
-        std::size_t best = 0;
-        for (std::size_t i = 1; i < n_used_; ++i)
-            if (held_[used_[i]].seq < held_[used_[best]].seq) best = i;
-        return best;
+    std::size_t n_held() const { return tail_ - head_; }
+    // First place in ord_[head_ .. tail_) whose sequence is >= seq (binary search).
+    std::size_t lower(std::uint64_t seq) const {
+        std::size_t lo = head_, hi = tail_;
+        while (lo < hi) {
+            const std::size_t mid = lo + (hi - lo) / 2;
+            if (held_[ord_[mid]].seq < seq) lo = mid + 1; else hi = mid;
+        }
+        return lo;
+    }
+    std::size_t find_held(std::uint64_t seq) const {
+        const std::size_t i = lower(seq);
+        return i < tail_ && held_[ord_[i]].seq == seq ? i : kNone;
+    }
+    void insert_held(std::uint32_t slot) {
+        if (tail_ == hold_) {  // no room at the back: slide the live part to the front
+            std::memmove(ord_.data(), ord_.data() + head_, n_held() * sizeof(std::uint32_t));
+            tail_ -= head_;
+            head_ = 0;
+        }
+        const std::size_t i = lower(held_[slot].seq);
+        std::memmove(ord_.data() + i + 1, ord_.data() + i, (tail_ - i) * sizeof(std::uint32_t));
+        ord_[i] = slot;
+        ++tail_;
+    }
+    // Was the run at `expected` asked for at least timeout_ns before the kernel received
+    // this packet? Then a timely reply would have been read before it, however far
+    // behind the receiver is (the kernel's timestamps and now_ns() share one clock).
+    bool waited_out(std::int64_t t_kernel) const {
+        if (!request_on || request_seq != expected) return false;
+        std::int64_t waited;  // times come from Python too: any int64, so no overflow
+        if (__builtin_sub_overflow(t_kernel, asked_at, &waited)) return t_kernel > asked_at;
+        return waited >= timeout_ns;
+    }
+    // Count messages expected .. end-1 as lost; deliver what is then in sequence.
+    void give_up(std::uint64_t end) {
+        st.lost += end - expected;
+        expected = st.next_seq = end;
+        request_on = false;
+        drain();
     }
 
     // --8<-- [start:deliver]
@@ -251,12 +352,11 @@ private:
     // --8<-- [end:deliver]
 
     void drain() {  // deliver the held-back packets that are now in sequence
-        while (n_used_) {
-            const std::size_t i = min_held();
-            const std::uint32_t slot = used_[i];
+        while (n_held()) {
+            const std::uint32_t slot = ord_[head_];
             const Held h = held_[slot];
             if (h.seq > expected) return;
-            used_[i] = used_[--n_used_];
+            if (++head_ == tail_) head_ = tail_ = 0;
             free_[n_free_++] = slot;
             if (h.seq + h.count <= expected) {
                 ++st.duplicate_packets;
@@ -283,8 +383,10 @@ public:
     std::uint64_t batches = 0, batch_datagrams = 0;  // recvmmsg calls that returned data
 
     Receiver(int port_, int request_port_, std::uint64_t start, std::int64_t timeout,
-             std::uint32_t retries, std::size_t batch_, int rcvbuf, bool spin_, int busy_poll_us)
-        : core(start, timeout, retries), request_port(request_port_),
+             std::uint32_t retries, std::size_t batch_, int rcvbuf, bool spin_, int busy_poll_us,
+             const std::string& session = {}, std::size_t hold = kMaxPending,
+             std::uint64_t max_jump = kMaxJump)
+        : core(start, timeout, retries, session, hold, max_jump), request_port(request_port_),
           batch(std::clamp<std::size_t>(batch_, 1, kMaxBatch)), spin(spin_),
           bufs_(kMaxBatch * kMaxDatagram) {
         fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -403,6 +505,100 @@ private:
                 return std::int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
             }
         return fallback;
+    }
+};
+
+// A sender for the benchmarks: every packet is built before the clock starts, then sent
+// to 127.0.0.1:port with sendmmsg, up to `batch` datagrams per system call, flat out.
+// (A Python sender pays an interpreter round trip per packet, and set the pace before.)
+class Sender {
+public:
+    // raw: framed ITCH; starts[i], counts[i]: byte offset and message count of packet i,
+    // whose first message has sequence first_seq[i].
+    Sender(const std::uint8_t* raw, std::size_t raw_len, const std::int64_t* starts,
+           const std::int64_t* ends, const std::uint64_t* first_seq, const std::uint16_t* counts,
+           std::size_t n, int port, const std::string& session) {
+        if (session.size() != 10) throw std::invalid_argument("a MoldUDP64 session is 10 bytes");
+        std::memcpy(session_, session.data(), 10);
+        offsets_.reserve(n + 1);
+        offsets_.push_back(0);
+        for (std::size_t i = 0; i < n; ++i) {
+            if (starts[i] < 0 || ends[i] < starts[i] || static_cast<std::size_t>(ends[i]) > raw_len ||
+                ends[i] - starts[i] > static_cast<std::int64_t>(kMaxDatagram - kMoldHeader))
+                throw std::invalid_argument("sender: packet " + std::to_string(i) + " out of range");
+            put_header(first_seq[i], counts[i]);
+            buf_.insert(buf_.end(), raw + starts[i], raw + ends[i]);
+            offsets_.push_back(buf_.size());
+        }
+        fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd_ < 0) throw std::runtime_error("socket(): " + std::string(std::strerror(errno)));
+        const int sndbuf = 1 << 22;
+        setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+        dest_.sin_family = AF_INET;
+        dest_.sin_port = htons(static_cast<std::uint16_t>(port));
+        dest_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // 127.0.0.1: the only address used
+    }
+    ~Sender() { if (fd_ >= 0) ::close(fd_); }
+    Sender(const Sender&) = delete;
+    Sender& operator=(const Sender&) = delete;
+    std::size_t packets() const { return offsets_.size() - 1; }
+
+    // --8<-- [start:sender]
+    // Send packets [first, last) in sendmmsg calls of up to `batch`; returns how many
+    // the kernel took (on loopback a datagram the receiver has no room for is dropped
+    // there, after the kernel took it: the receiver's gaps count those).
+    std::size_t send(std::size_t first, std::size_t last, std::size_t batch) {
+        batch = std::clamp<std::size_t>(batch, 1, kMaxBatch);
+        last = std::min(last, packets());
+        std::size_t sent = 0;
+        while (first < last) {
+            const std::size_t n = std::min(batch, last - first);
+            for (std::size_t i = 0; i < n; ++i) {
+                iov_[i].iov_base = &buf_[offsets_[first + i]];
+                iov_[i].iov_len = offsets_[first + i + 1] - offsets_[first + i];
+                msgs_[i].msg_hdr = msghdr{};
+                msgs_[i].msg_hdr.msg_name = &dest_;
+                msgs_[i].msg_hdr.msg_namelen = sizeof dest_;
+                msgs_[i].msg_hdr.msg_iov = &iov_[i];
+                msgs_[i].msg_hdr.msg_iovlen = 1;
+            }
+            const int k = sendmmsg(fd_, msgs_.data(), static_cast<unsigned>(n), 0);
+            if (k <= 0) {
+                if (errno == EINTR || errno == ENOBUFS || errno == EAGAIN) continue;
+                throw std::runtime_error(std::string("sendmmsg(): ") + std::strerror(errno));
+            }
+            first += static_cast<std::size_t>(k);
+            sent += static_cast<std::size_t>(k);
+        }
+        return sent;
+    }
+    // --8<-- [end:sender]
+
+    // A heartbeat (count 0) or end of session (count 0xFFFF) carrying next_seq.
+    void control(std::uint64_t next_seq, bool end) {
+        std::uint8_t p[kMoldHeader];
+        std::memcpy(p, session_, 10);
+        const std::uint64_t s = __builtin_bswap64(next_seq);
+        const std::uint16_t c = end ? 0xFFFF : 0;  // the same both ways round
+        std::memcpy(p + 10, &s, 8);
+        std::memcpy(p + 18, &c, 2);
+        ::sendto(fd_, p, sizeof p, 0, reinterpret_cast<const sockaddr*>(&dest_), sizeof dest_);
+    }
+
+private:
+    char session_[10];
+    std::vector<std::uint8_t> buf_;       // every packet, back to back
+    std::vector<std::size_t> offsets_;    // packet i is buf_[offsets_[i] .. offsets_[i+1])
+    int fd_ = -1;
+    sockaddr_in dest_{};
+    std::array<iovec, kMaxBatch> iov_{};
+    std::array<mmsghdr, kMaxBatch> msgs_{};
+
+    void put_header(std::uint64_t seq, std::uint16_t count) {
+        buf_.insert(buf_.end(), session_, session_ + 10);
+        for (int i = 7; i >= 0; --i) buf_.push_back(static_cast<std::uint8_t>(seq >> (8 * i)));
+        buf_.push_back(static_cast<std::uint8_t>(count >> 8));
+        buf_.push_back(static_cast<std::uint8_t>(count));
     }
 };
 

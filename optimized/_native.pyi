@@ -1035,6 +1035,42 @@ FEED_MAX_PENDING: int = 1024
 
 FEED_MAX_BATCH: int = 1024
 
+FEED_MAX_HOLD: int = 16384
+
+FEED_MAX_JUMP: int = 1048576
+
+FEED_RESYNC_PACKETS: int = 3
+
+class FeedSender:
+    """Benchmark sender: pre-built packets, sendmmsg"""
+
+    def __init__(
+        self,
+        raw: Annotated[
+            NDArray[numpy.uint8], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
+        starts: Annotated[
+            NDArray[numpy.int64], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
+        ends: Annotated[
+            NDArray[numpy.int64], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
+        first_seq: Annotated[
+            NDArray[numpy.uint64], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
+        counts: Annotated[
+            NDArray[numpy.uint16], dict(shape=(None,), order="C", device="cpu", writable=False)
+        ],
+        port: int,
+        session: bytes,
+    ) -> None: ...
+    @property
+    def packets(self) -> int: ...
+    def send(self, first: int, last: int, batch: int) -> int:
+        """Send packets [first, last); returns how many"""
+
+    def control(self, next_seq: int, end: bool) -> None: ...
+
 class FeedReceiver:
     """MoldUDP64 receiver: recvmmsg batches, gap recovery"""
 
@@ -1049,7 +1085,12 @@ class FeedReceiver:
         rcvbuf: int,
         spin: bool,
         busy_poll_us: int,
-    ) -> None: ...
+        session: bytes,
+        hold: int,
+        max_jump: int,
+    ) -> None:
+        """session: 10 bytes, or b"" to adopt the first data packet's"""
+
     @property
     def port(self) -> int: ...
     @property

@@ -837,6 +837,14 @@ def _us(ns: object) -> str:
     return f"{float(ns) / 1e3:,.1f}" if isinstance(ns, int | float) else "—"
 
 
+def _rates(f: dict[str, Any]) -> str:
+    """A flat_out row's rates (chapter 13's native sender); '—' for the other rows."""
+    if "messages_per_s" not in f:
+        return "—"
+    return (f"{float(f['packets_per_s']):,.0f} / {float(f['messages_per_s']):,.0f} "
+            f"({float(f.get('sender_packets_per_s', 0.0)):,.0f})")
+
+
 def live_feed_table_html(records: list[dict[str, Any]], label: str) -> str:
     """One row per live_feed run: what was sent and lost, recovery, latency percentiles."""
     e = html.escape
@@ -848,7 +856,8 @@ def live_feed_table_html(records: list[dict[str, Any]], label: str) -> str:
              "<thead><tr><th>run</th><th>messages</th><th>injected / receiver drops</th>"
              "<th>requests</th><th>lost</th><th>tail</th><th>socket→book p50 / p99 / "
              "p99.9 / max</th><th>decode→book p50 / p99 / p99.9 / max</th>"
-             "<th>datagrams per recvmmsg</th></tr></thead>", "<tbody>"]
+             "<th>datagrams per recvmmsg</th><th>packets/s / messages/s into the book "
+             "(sender's packets/s)</th></tr></thead>", "<tbody>"]
     for r in records:
         f = r["feed"]
         s2b, d2b = f.get("socket_to_book_ns", {}), f.get("decode_to_book_ns", {})
@@ -860,10 +869,11 @@ def live_feed_table_html(records: list[dict[str, Any]], label: str) -> str:
             f"<td>{f.get('injected_drop_messages', 0):,} / "
             f"{f.get('receiver_drop_messages', 0):,}</td>"
             f"<td>{f.get('requests', 0):,}</td><td>{f.get('lost', 0):,}</td>"
-            f"<td>{fmt_time(float(f.get('tail_s', 0.0)))}</td>"
+            f"<td>{fmt_time(float(f['tail_s'])) if 'tail_s' in f else '—'}</td>"
             f"<td>{' / '.join(_us(s2b.get(k)) for k in quad)}</td>"
             f"<td>{' / '.join(_us(d2b.get(k)) for k in quad)}</td>"
-            f"<td>{'—' if fill is None else f'{float(fill):.1f}'}</td></tr>")
+            f"<td>{'—' if fill is None else f'{float(fill):.1f}'}</td>"
+            f"<td>{_rates(f)}</td></tr>")
     lines.append("</tbody></table>")
     notes = [e(text) for text in dict.fromkeys(str(r.get("includes", "")) for r in records)
              if text]

@@ -135,6 +135,12 @@ TARGETS: tuple[Target, ...] = (
                "simd", 0.0, report_only=True),
     ),
     *TABLES_TARGETS,
+    Target("chapter 13", "live-feed-backlog-vs-naive",
+           "live feed: optimized receiver (recvmmsg 64) >= 5x the naive one in messages/s, "
+           "each draining the same socket backlog the native sender left", "live_feed", 5.0),
+    Target("chapter 13", "live-feed-batch64-vs-1",
+           "live feed: recvmmsg batch 64 >= 2x batch 1 in messages/s (optimized receiver, "
+           "same backlog)", "live_feed", 2.0),
     Target("chapter 12", "order-entry-vs-naive",
            "order entry: optimized server >= 5x the naive one in acks/s at saturation "
            "(closed loop, 4 sessions x 32 outstanding, the same native load client)",

@@ -25,7 +25,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from contract.feed import MAX_DATAGRAM, MAX_PENDING, STAT_KEYS
+from contract.feed import (
+    MAX_DATAGRAM,
+    MAX_HOLD,
+    MAX_JUMP,
+    MAX_PENDING,
+    RESYNC_PACKETS,
+    STAT_KEYS,
+)
 from twinmatch import feed_cli
 from twinmatch.feed_cli import Exchange, message_offsets, receiver_for, start_exchange
 
@@ -188,7 +195,8 @@ def send_heartbeats(port: int, n: int, gap_s: float, end: bool) -> threading.Thr
 
 @pytest.mark.parametrize("twin", TWINS)
 def test_heartbeats_keep_the_receiver_alive(twin: str) -> None:
-    rx = receiver_for(twin, 0, None, idle_ns=300_000_000)
+    # The session is configured: a heartbeat of an unknown session would prove nothing.
+    rx = receiver_for(twin, 0, None, idle_ns=300_000_000, session=SESSION)
     t = send_heartbeats(rx.port, 12, 0.05, end=True)  # 0.6 s of heartbeats > 0.3 s idle
     rep = rx.run(MAX_NS)
     t.join(5)
@@ -198,7 +206,7 @@ def test_heartbeats_keep_the_receiver_alive(twin: str) -> None:
 
 @pytest.mark.parametrize("twin", TWINS)
 def test_silence_ends_the_run_as_idle(twin: str) -> None:
-    rx = receiver_for(twin, 0, None, idle_ns=200_000_000)
+    rx = receiver_for(twin, 0, None, idle_ns=200_000_000, session=SESSION)
     t = send_heartbeats(rx.port, 2, 0.01, end=False)
     rep = rx.run(MAX_NS)
     t.join(5)
@@ -278,7 +286,7 @@ def test_hostile_packets_counted_alike_by_both_twins() -> None:
 
 @pytest.mark.parametrize("twin", TWINS)
 def test_oversized_datagram_is_truncated_and_counted(twin: str) -> None:
-    rx = receiver_for(twin, 0, None, idle_ns=200_000_000)
+    rx = receiver_for(twin, 0, None, idle_ns=200_000_000, session=SESSION)
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.sendto(b"\x00" * (MAX_DATAGRAM + 100), ("127.0.0.1", rx.port))
         s.sendto(heartbeat(1, end=True), ("127.0.0.1", rx.port))
@@ -320,14 +328,26 @@ def arrivals(draw: st.DrawFn) -> list[tuple[str, int, int]]:
 @settings(max_examples=40, deadline=None)
 @given(arrivals())
 def test_twins_agree_on_random_arrivals(plan: list[tuple[str, int, int]]) -> None:
+    check_twins_agree(plan, {})
+
+
+@settings(max_examples=40, deadline=None)
+@given(arrivals(), st.integers(1, 3), st.integers(1, 12))
+def test_twins_agree_with_a_tiny_hold_and_max_jump(plan: list[tuple[str, int, int]],
+                                                   hold: int, max_jump: int) -> None:
+    """The same, where the hold overflows (and gives runs up) and jumps are suspect."""
+    check_twins_agree(plan, {"hold": hold, "max_jump": max_jump, "session": SESSION})
+
+
+def check_twins_agree(plan: list[tuple[str, int, int]], kw: dict[str, Any]) -> None:
     msgs = messages_of(day()[0])[:40]
     results = []
     for twin in TWINS:
-        rx = direct(twin, timeout_ns=10, retries=1)
+        rx = direct(twin, timeout_ns=10, retries=1, **kw)
         now = 1_000
         for kind, seq, count in plan:
-            if kind == "data":
-                rx.on_packet(packet(seq, msgs[seq - 1 : seq - 1 + count]), 0, 0)
+            if kind == "data":  # received "now": a full hold may give a run up
+                rx.on_packet(packet(seq, msgs[seq - 1 : seq - 1 + count]), now, 0)
             elif kind in ("hb", "end"):
                 rx.on_packet(heartbeat(seq, end=kind == "end"), 0, 0)
             else:
@@ -353,6 +373,8 @@ def test_the_contract_matches_the_extension() -> None:
 
     assert _native.FEED_MAX_DATAGRAM == MAX_DATAGRAM
     assert _native.FEED_MAX_PENDING == MAX_PENDING
+    assert _native.FEED_MAX_HOLD == MAX_HOLD and _native.FEED_MAX_JUMP == MAX_JUMP
+    assert _native.FEED_RESYNC_PACKETS == RESYNC_PACKETS
     assert len(direct("optimized")._r.stats()) == len(STAT_KEYS) - 1  # bad_itch: Python's
     assert feed_cli.MOLD_HEADER_LEN == pcap.MOLD_HEADER_LEN
     assert feed_cli.END_OF_SESSION == pcap.END_OF_SESSION
@@ -525,3 +547,206 @@ def test_optimized_loop_takes_deliveries_before_checking_gaps() -> None:
     poll, first, gap = (src.index("self._r.poll("), src.index("self._deliver()"),
                         src.index("self._r.check_gap("))
     assert poll < first < gap
+
+
+# Issue 30: a stray datagram must not lock the receiver into the wrong session.
+def other(seq: int, count: int = 0) -> bytes:
+    """A control packet (heartbeat, or end of session with count 0xFFFF) of another session."""
+    return b"OTHERSESS1" + struct.pack(">QH", seq, count)
+
+
+def feed_day(rx: Any, msgs: list[bytes], per: int = 3) -> None:
+    """Hand the receiver msgs in packets of `per`, then end of session."""
+    for i in range(0, len(msgs), per):
+        rx.on_packet(packet(i + 1, msgs[i : i + per]), 0, 0)
+    rx.on_packet(heartbeat(len(msgs) + 1, end=True), 0, 0)
+
+
+@pytest.mark.parametrize("twin", TWINS)
+@pytest.mark.parametrize("stray", ["end", "heartbeat"])
+def test_a_stray_control_packet_of_another_session_is_not_adopted(twin: str,
+                                                                  stray: str) -> None:
+    msgs = messages_of(day()[0])[:30]
+    rx = direct(twin)
+    rx.on_packet(other(1, 0xFFFF if stray == "end" else 0), 0, 0)
+    assert not rx.done()  # an end of session of nobody's feed ends nothing
+    feed_day(rx, msgs)
+    s = rx.stats
+    assert rx.done() and s["messages"] == 30 and s["wrong_session"] == 0
+    assert s["unsynced"] == 1 and s["end_of_session"] == 1
+    assert rx.market.books_csv() == books_after(twin, msgs)
+    rx.close()
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_a_configured_session_rejects_every_other_session(twin: str) -> None:
+    msgs = messages_of(day()[0])[:30]
+    rx = direct(twin, session="TWINMATCH1")
+    rx.on_packet(packet(1, msgs[:5], session=b"OTHERSESS1"), 0, 0)  # stray data, first
+    rx.on_packet(other(99, 0xFFFF), 0, 0)
+    feed_day(rx, msgs)
+    s = rx.stats
+    assert rx.done() and s["messages"] == 30 and s["wrong_session"] == 2
+    assert s["unsynced"] == 0
+    assert rx.market.books_csv() == books_after(twin, msgs)
+    rx.close()
+
+
+def test_a_session_name_is_checked() -> None:
+    for twin in TWINS:
+        with pytest.raises(ValueError, match="session"):
+            direct(twin, session="ELEVENCHARS")
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_a_stray_end_of_session_sent_before_the_sender_starts(twin: str) -> None:
+    """The issue's run: one stray end of session, then the real day over loopback."""
+    raw, books = day()
+    rx = receiver_for(twin, 0, None)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.sendto(other(1, 0xFFFF), ("127.0.0.1", rx.port))
+    ex = Exchange(raw, rx.port, 0, linger_ns=300_000_000, heartbeat_ns=100_000_000)
+    rx.set_request_port(ex.request_port)
+    thread, stop, _ = start_exchange(ex)
+    try:
+        rep = rx.run(MAX_NS)
+    finally:
+        stop.set()
+        thread.join(10)
+        ex.close()
+        rx.close()
+    assert rep["messages"] == len(message_offsets(raw)) - 1
+    assert rep["stop"] == "end" and rep["lost"] == 0 and rep["unsynced"] == 1
+    assert rx.market.books_csv() == books
+
+
+# Issue 30: one lost packet must cost only its own messages when re-requests go unanswered.
+class Mute:
+    """A re-request server that never answers: a bound socket nobody reads."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port: int = self.sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_a_full_hold_gives_up_the_gap_and_delivers_what_it_held(twin: str) -> None:
+    msgs = messages_of(day()[0])[:3000]
+    mute = Mute()
+    rx = direct(twin)
+    rx.set_request_port(mute.port)
+    now = 1_000_000
+    for i in range(0, 3000, 2):
+        if i != 18:  # packet 10 (messages 19 and 20) never arrives
+            rx.on_packet(packet(i + 1, msgs[i : i + 2]), now, now)
+        now += 100_000  # 100 µs a packet: the 1,024 held fill in ~100 ms, 2 timeouts
+        rx.check_gap(now)
+    rx.on_packet(heartbeat(3001, end=True), 0, 0)
+    for _ in range(30):
+        now += 60_000_000
+        rx.check_gap(now)
+    rep = rx.report()
+    assert rx.done() and rep["lost"] == 2 and rep["messages"] == 2998
+    assert rep["gap_messages"] == 2 and rep["overflow"] >= 1 and rep["missing"] == 0
+    assert rx.market.books_csv() == books_after(twin, msgs[:18] + msgs[20:])
+    rx.close()
+    mute.sock.close()
+
+
+@pytest.mark.parametrize("twin", TWINS)
+@pytest.mark.parametrize("answer", ["never", "garbage"])
+def test_unanswered_rerequests_lose_only_what_was_lost(twin: str, answer: str) -> None:
+    raw, _ = day()
+    # The hold sized by chapter 13's rule: the socket's backlog when the gap is seen (up
+    # to a full buffer, ~7,000 packets here) + the sender's rate x one 5 ms timeout.
+    rep, sent, rx = run_pair(twin, raw, {"timeout_ns": 5_000_000, "hold": 8192},
+                             drop=frozenset({10}), answer=answer)
+    n = len(message_offsets(raw)) - 1
+    assert sent["dropped"] == 1 and sent["requests"] >= 1
+    assert rep["lost"] == sent["dropped_messages"]
+    assert rep["messages"] == n - rep["lost"] and rep["stop"] == "end"
+    if answer == "garbage":
+        assert rep["not_moldudp64"] + rep["bad_moldudp64"] + rep["wrong_session"] >= 3
+
+
+# Issue 30: a lying sequence number must not write off the rest of the day.
+@pytest.mark.parametrize("twin", TWINS)
+@pytest.mark.parametrize("lie", ["heartbeat", "data"])
+def test_an_implausible_jump_is_suspect_not_believed(twin: str, lie: str) -> None:
+    msgs = messages_of(day()[0])[:40]
+    mute = Mute()
+    rx = direct(twin, timeout_ns=1_000_000, retries=2)
+    rx.set_request_port(mute.port)
+    for i in range(20):
+        rx.on_packet(packet(i + 1, msgs[i : i + 1]), 0, 0)
+    rx.on_packet(heartbeat(2**63) if lie == "heartbeat" else packet(2**62, msgs[:1]), 0, 0)
+    now = 1_000_000
+    for _ in range(10):  # long enough to give up any gap it believed in
+        now += 2_000_000
+        rx.check_gap(now)
+    for i in range(20, 40):
+        rx.on_packet(packet(i + 1, msgs[i : i + 1]), 0, 0)
+    rx.on_packet(heartbeat(41, end=True), 0, 0)
+    rep = rx.report()
+    assert rep["messages"] == 40 and rep["lost"] == 0 and rep["suspect"] == 1
+    assert rx.done() and rep["gap_messages"] == 0 and rep["requests"] == 0
+    assert rx.market.books_csv() == books_after(twin, msgs)
+    rx.close()
+    mute.sock.close()
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_a_long_jump_is_believed_after_packets_that_continue_each_other(twin: str) -> None:
+    msgs = messages_of(day()[0])[:12]
+    rx = direct(twin, max_jump=100, timeout_ns=1_000_000)
+    for i in range(5):
+        rx.on_packet(packet(i + 1, msgs[i : i + 1]), 0, 0)
+    for k in range(3):  # a real feed 1,000 ahead (this receiver fell far behind)
+        rx.on_packet(packet(1000 + 2 * k, msgs[5 + 2 * k : 7 + 2 * k]), 0, 0)
+    s = rx.stats
+    assert s["suspect"] == 2 and s["buffered"] == 1  # the third is believed, held back
+    assert s["gaps"] == 1 and s["gap_messages"] == 1004 - 6
+    assert rx.report()["missing"] == 1004 - 6
+    rx.close()
+
+
+@pytest.mark.parametrize("twin", TWINS)
+def test_native_sender_delivers_the_day_in_order(twin: str) -> None:
+    raw = b"".join(struct.pack(">H", len(m)) + m for m in messages_of(day()[0])[:500])
+    rx = receiver_for(twin, 0, None, idle_ns=2_000_000_000, session=SESSION)
+    tx = feed_cli.native_sender(raw, rx.port)
+    assert tx.send(0, None, 8) == tx.packets > 0  # into the socket before it reads
+    tx.control(501, end=True)
+    rep = rx.run(MAX_NS)
+    rx.close()
+    assert rep["stop"] == "end" and rep["messages"] == 500 and rep["gaps"] == 0
+    assert rx.market.books_csv() == file_replay(twin, raw)
+    with pytest.raises(ValueError, match="port"):
+        feed_cli.native_sender(raw, 0)
+
+
+def test_hold_for_follows_the_chapter_rule() -> None:
+    # backlog + rate x timeout, within [MAX_PENDING, MAX_HOLD]
+    assert feed_cli.hold_for(100_000, 50_000_000, 3000) == 3000 + 5000
+    assert feed_cli.hold_for(10, 50_000_000, 0) == MAX_PENDING
+    assert feed_cli.hold_for(10**7, 50_000_000, 0) == MAX_HOLD
+    for twin in TWINS:
+        with pytest.raises(ValueError, match="hold"):
+            direct(twin, hold=MAX_HOLD + 1)
+
+
+def test_extreme_timestamps_are_handled_alike() -> None:
+    """Any int64 the API is given (no overflow in C++, the same answers as Python)."""
+    msgs = messages_of(day()[0])[:6]
+    out = []
+    for twin in TWINS:
+        rx = direct(twin, hold=1, timeout_ns=5)
+        for now in (2**63 - 1, -(2**63)):
+            rx.on_packet(packet(1, msgs[:1]), 0, 0)
+            rx.on_packet(packet(3, msgs[2:3]), now, now)
+            rx.check_gap(now)
+            rx.on_packet(packet(5, msgs[4:5]), -now - 1, 0)  # finds the hold full
+        out.append(dict(rx.stats))
+        rx.close()
+    assert out[0] == out[1] and out[0]["overflow"] >= 1

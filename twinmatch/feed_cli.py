@@ -39,6 +39,10 @@ from contract.feed import (
 # Only the standard library at module level (twinmatch/cli.py's rule: `twinmatch --help`
 # costs no numpy); the receivers are imported when a command runs.
 SESSION = b"TWINMATCH1"
+# How the re-request server answers a valid request: properly, never (a dead server), or
+# with garbage a receiver can see is garbage (random bytes, cut headers, another session,
+# blocks that overrun the datagram): the tests' hostile servers.
+ANSWERS = ("yes", "never", "garbage")
 MOLD_HEADER_LEN = 20  # naive/pcap.py's; tests/test_feed.py checks they agree
 END_OF_SESSION = 0xFFFF
 
@@ -91,7 +95,8 @@ class Exchange:
                  loss: float = 0.0, duplicate: float = 0.0, reorder: float = 0.0,
                  seed: int = 1, heartbeat_ns: int = 1_000_000_000, window_ns: int = 100_000,
                  end_packets: int = 3, linger_ns: int = 1_000_000_000,
-                 session: bytes = SESSION, skip_first: int = 0) -> None:
+                 session: bytes = SESSION, skip_first: int = 0,
+                 drop: frozenset[int] = frozenset(), answer: str = "yes") -> None:
         if speed < 0 or not all(0.0 <= p < 1.0 for p in (loss, duplicate, reorder)):
             raise ValueError("speed must be >= 0 and loss, duplicate, reorder in [0, 1)")
         self.raw = raw
@@ -103,6 +108,10 @@ class Exchange:
         self.heartbeat_ns, self.end_packets, self.linger_ns = heartbeat_ns, end_packets, linger_ns
         self.session = session.ljust(10)[:10]
         self.skip_first = skip_first  # packets not sent at all (a receiver that joins late)
+        self.drop = drop  # indices of packets dropped on purpose (besides `loss`)
+        if answer not in ANSWERS:
+            raise ValueError(f"answer must be one of {ANSWERS}, got {answer!r}")
+        self.answer_mode = answer  # how the re-request server behaves (ANSWERS)
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
         self.sock.bind((HOST, request_port))
@@ -144,6 +153,11 @@ class Exchange:
             self.stats["bad_requests"] += 1
             return
         self.stats["requests"] += 1
+        if self.answer_mode != "yes":
+            if self.answer_mode == "garbage":
+                for junk in self.garbage(seq):
+                    self.sock.sendto(junk, addr)
+            return
         first, last = seq - 1, min(seq - 1 + count, n)
         end = first + 1  # at least one message, then as many as fit
         while end < last and self.offsets[end + 1] - self.offsets[first] <= (
@@ -153,6 +167,14 @@ class Exchange:
         self.stats["replies"] += 1
         self.stats["reply_messages"] += end - first
     # --8<-- [end:serve]
+
+    def garbage(self, seq: int) -> list[bytes]:
+        """What the garbage-answering server sends instead of a reply for `seq`."""
+        good = self.payload(seq - 1, 1)
+        return [self.rng.randbytes(self.rng.randrange(1, 200)),        # noise
+                good[:15],                                             # a cut header
+                b"OTHERSESS1" + good[10:],                             # another session
+                good[:18] + b"\x00\x09" + good[20:]]                 # count past the data
 
     def wait_until(self, due_ns: int, next_seq: int) -> None:
         """Serve requests (and send heartbeats) until monotonic time due_ns."""
@@ -186,7 +208,7 @@ class Exchange:
             if k < self.skip_first:
                 continue
             data = self.payload(first, count)
-            if self.rng.random() < self.loss:
+            if k in self.drop or self.rng.random() < self.loss:
                 self.stats["dropped"] += 1
                 self.stats["dropped_messages"] += count
                 continue
@@ -275,6 +297,33 @@ def multicast_roundtrip(messages: int = 2000, port: int = 30_013) -> str:
 # --8<-- [end:multicast]
 
 
+def native_sender(raw: bytes, port: int, window_ns: int = 100_000,
+                  session: bytes = SESSION) -> Any:
+    """The C++ sender (optimized.feed.Sender) loaded with `raw` cut as the Exchange cuts
+    it: every packet built before anything is sent."""
+    from optimized.feed import Sender
+
+    offsets = message_offsets(raw)
+    plan = [(offsets[first], offsets[first + count], first + 1, count)
+            for first, count, _ts in pack(raw, offsets, window_ns)]
+    return Sender(raw, plan, check_port(port), session)
+
+
+def check_port(port: int) -> int:
+    if not 0 < port <= 0xFFFF:
+        raise ValueError(f"port must be 1..65535, got {port}")
+    return port
+
+
+def hold_for(packets_per_s: float, timeout_ns: int, backlog_packets: int) -> int:
+    """Chapter 13's rule for the hold: the packets already in the socket when a gap is
+    seen, plus those the feed sends while the server has its first timeout to answer."""
+    from contract.feed import MAX_HOLD, MAX_PENDING
+
+    need = backlog_packets + int(packets_per_s * timeout_ns / 1e9 + 0.999999)
+    return max(MAX_PENDING, min(MAX_HOLD, need))
+
+
 def start_exchange(exchange: Exchange) -> tuple[threading.Thread, threading.Event, list[Any]]:
     """Run an exchange in a daemon thread; (thread, stop event, [its stats when done])."""
     stop = threading.Event()
@@ -328,8 +377,14 @@ def feed_recv(args: argparse.Namespace) -> int:
         print("twinmatch feed recv: --batch, --spin and --busy-poll-us are the optimized "
               "receiver's", file=sys.stderr)
         return 2
+    from contract.feed import MAX_PENDING
+
+    timeout_ns = int(args.timeout_ms * 1e6)
+    hold = args.hold or (hold_for(args.rate, timeout_ns, args.backlog) if args.rate
+                         else MAX_PENDING)
     rx = receiver_for(args.impl, args.port, args.request_port or None, start=args.start,
-                      idle_ns=int(args.idle_ms * 1e6), **extra)
+                      idle_ns=int(args.idle_ms * 1e6), timeout_ns=timeout_ns,
+                      session=args.session, hold=hold, max_jump=args.max_jump, **extra)
     if getattr(rx, "busy_poll_error", 0) > 0:
         print(f"twinmatch feed recv: SO_BUSY_POLL refused (errno {rx.busy_poll_error}); "
               "receiving without it", file=sys.stderr)
@@ -390,6 +445,18 @@ def add_feed_parser(sub: Any) -> None:
     r.add_argument("--request-port", type=int, default=DEFAULT_REQUEST_PORT,
                    help="0: no re-request server")
     r.add_argument("--start", type=int, default=1, help="first sequence wanted (0: any)")
+    r.add_argument("--session", help="the feed's session name (default: the session of the "
+                                     "first data packet; a stray packet cannot choose it)")
+    r.add_argument("--timeout-ms", type=float, default=50.0,
+                   help="wait this long for a reply before asking again")
+    r.add_argument("--hold", type=int, default=0,
+                   help="packets held back behind gaps (default: from --rate, else 1,024)")
+    r.add_argument("--rate", type=float, default=0.0,
+                   help="the feed's peak packets/s: sizes the hold (chapter 13's rule)")
+    r.add_argument("--backlog", type=int, default=4096,
+                   help="packets the socket may hold when a gap is seen (for --rate)")
+    r.add_argument("--max-jump", type=int, default=1 << 20,
+                   help="messages past the highest known a packet may claim and be believed")
     r.add_argument("--idle-ms", type=float, default=60_000.0,
                    help="stop after this long without a datagram")
     r.add_argument("--max-seconds", type=float, default=3600.0)

@@ -15,12 +15,20 @@ includes:
   (SO_TIMESTAMPNS), ``decode->book`` from the return of recvmsg/recvmmsg, both to the
   messages being in the book (book mode); a packet held back behind a gap waits for the
   gap's recovery, so the tail percentiles show recovery.
-* ``batch`` (optimized, flat out, no injected loss): recvmmsg batch sizes 1, 8, 64, 256 over
-  the ``FLOW`` slice; ``datagrams/call`` is the mean fill of a recvmmsg call.
-* ``paired``: the naive and the optimized receiver over the ``FLOW`` slice flat out, no
-  injected loss, interleaved (tests/bench/paired.py); a side's time runs from its first
-  datagram to the last message in the book, recovery of its own drops included. The
-  sender's pace (one Python process) bounds the fast side.
+* ``flat_out`` (the native sender, ``optimized.feed.Sender``: every packet built first,
+  then ``sendmmsg`` flat out from a thread that holds no GIL while it sends; no injected
+  loss, no re-request server): the ``FLOW`` slice into the naive receiver and into the
+  optimized one at recvmmsg batch sizes 1, 8, 64, 256. Packets/s and messages/s are what
+  the receiver put in the book over its run (first datagram read to the end of session,
+  which the sender repeats every 2 ms once the slice is out); ``receiver drops`` are the
+  messages its socket lost (all given up: nothing re-requests them); the sender's own
+  packets/s is recorded beside it, to show it outpaced the receiver.
+* ``paired`` (targets ``live-feed-backlog-vs-naive``, ``live-feed-batch64-vs-1``): a
+  receiver's own limit, without a sender's pace in it: the native sender fills the
+  receiver's socket with ``BACKLOG`` messages and an end of session before it reads (untimed),
+  then the receiver drains it; a side's time runs from its first datagram to the last
+  message in the book. Interleaved pairs (tests/bench/paired.py): optimized (batch 64)
+  vs naive, and optimized batch 64 vs batch 1.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -40,7 +50,7 @@ import pytest
 
 from tests.bench.conftest import SMALL
 from tests.bench.paired import Side, paired
-from twinmatch.feed_cli import message_offsets, receiver_for
+from twinmatch.feed_cli import message_offsets, native_sender, receiver_for
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = (200_000, 100) if SMALL else (5_000_000, 500)  # messages, symbols
@@ -48,6 +58,8 @@ FLOW = 10_000 if SMALL else 50_000  # messages of the flat-out slice
 OPEN_NS = 34_200 * 10**9  # 09:30
 SPEEDS = (1.0, 10.0, 0.0)
 BATCHES = (1, 8, 64, 256)
+BACKLOG = 5_000  # messages (about one a packet): fits a 4 MiB socket buffer with room
+SESSION = "TWINMATCH1"
 WORK = Path(tempfile.gettempdir())
 
 
@@ -153,43 +165,116 @@ def test_burst(benchmark: Any, impl: str, speed: float) -> None:
                     "loss recovered by re-request; the run from receiver start to stop"})
 
 
-@pytest.mark.benchmark(group="live_feed")
-@pytest.mark.parametrize("batch", BATCHES)
-def test_batch(benchmark: Any, batch: int) -> None:
-    _, flow = slices()
-    path = write(f"batch-{batch}", flow)
-    results: list[dict[str, Any]] = []
+def flat_out_run(impl: str, data: bytes, batch: int) -> dict[str, Any]:
+    """The native sender flat out into a running receiver (no re-request server)."""
+    kw: dict[str, Any] = {"batch": batch} if impl == "optimized" else {}
+    rx = receiver_for(impl, 0, None, idle_ns=5_000_000_000, timeout_ns=5_000_000,
+                      session=SESSION, **kw)
+    tx = native_sender(data, rx.port)
+    n = messages_in(data)
+    stopped = threading.Event()
+    sent: dict[str, float] = {}
 
-    def run() -> None:
-        rep, sent, rx = one_run("optimized", path, 0.0, 0.0, batch=batch)
-        assert rep["stop"] == "end" and rep["lost"] == 0
-        out = summary(rep, sent, rx)
+    def send() -> None:
+        time.sleep(0.05)  # the receiver is waiting in its loop by now
+        t0 = time.perf_counter()
+        sent["packets"] = tx.send(0, None, 64)
+        sent["seconds"] = time.perf_counter() - t0
+        for _ in range(30_000):  # end of session every 2 ms until the receiver stops
+            tx.control(n + 1, end=True)
+            if stopped.wait(0.002):
+                return
+
+    thread = threading.Thread(target=send, daemon=True)
+    thread.start()
+    try:
+        rep = rx.run(60_000_000_000)
+    finally:
+        stopped.set()
+        thread.join(10)
+        rx.close()
+    assert rep["stop"] == "end" and rep["messages"] + rep["lost"] == n
+    seconds = (rx.stop_ns - rx.first_ns) / 1e9
+    s2b, d2b = rep["socket_to_book"], rep["decode_to_book"]
+    out = {
+        "messages": rep["messages"], "packets": rep["data_packets"],
+        "packets_per_s": rep["data_packets"] / seconds,
+        "messages_per_s": rep["messages"] / seconds,
+        "sender_packets_per_s": sent["packets"] / max(sent["seconds"], 1e-9),
+        "gaps": rep["gaps"], "gap_messages": rep["gap_messages"],
+        "injected_drop_messages": 0, "receiver_drop_messages": rep["lost"],
+        "requests": rep["requests"], "recovered": rep["recovered"], "lost": rep["lost"],
+        "seconds": seconds,
+        "socket_to_book_ns": {k: s2b[k] for k in ("p50", "p99", "p99.9", "max")},
+        "decode_to_book_ns": {k: d2b[k] for k in ("p50", "p99", "p99.9", "max")},
+    }
+    if impl == "optimized":
         out["datagrams_per_call"] = rep["packets"] / max(1, rx.batches)
-        results.append(out)
+    return out
 
-    benchmark.pedantic(run, rounds=1, iterations=1)
-    path.unlink(missing_ok=True)
+
+FLAT_OUT = [("naive", 1)] + [("optimized", b) for b in BATCHES]
+
+
+@pytest.mark.benchmark(group="live_feed")
+@pytest.mark.parametrize(("impl", "batch"), FLAT_OUT, ids=[f"{i}-{b}" for i, b in FLAT_OUT])
+def test_flat_out(benchmark: Any, impl: str, batch: int) -> None:
+    _, flow = slices()
+    results: list[dict[str, Any]] = []
+    benchmark.pedantic(lambda: results.append(flat_out_run(impl, flow, batch)), rounds=1,
+                       iterations=1)
     benchmark.extra_info.update({
         "ops": messages_in(flow), "batch": batch, "feed": results[-1],
-        "includes": f"recvmmsg batch {batch}; sender flat out, no injected loss"})
+        "includes": "native sender (sendmmsg, flat out) -> loopback UDP -> receiver -> book "
+                    "mode; the receiver's own drops given up, not re-requested; first "
+                    "datagram to the end of session"})
+
+
+@cache
+def backlog_slice() -> bytes:
+    _, flow = slices()
+    offs = message_offsets(flow)
+    return flow[: offs[min(BACKLOG, len(offs) - 1)]]
+
+
+def backlog_side(name: str, impl: str, batch: int) -> Side:
+    """Fill a fresh receiver's socket (untimed), then time its drain of the backlog."""
+    data = backlog_slice()
+    n = messages_in(data)
+
+    def setup() -> Any:
+        kw: dict[str, Any] = {"batch": batch} if impl == "optimized" else {}
+        rx = receiver_for(impl, 0, None, idle_ns=2_000_000_000, session=SESSION, **kw)
+        tx = native_sender(data, rx.port)
+        assert tx.send() == tx.packets
+        tx.control(n + 1, end=True)
+        return rx
+
+    def run(rx: Any) -> float:
+        rep = rx.run(60_000_000_000)
+        rx.close()
+        assert rep["stop"] == "end" and rep["messages"] == n and rep["gaps"] == 0, rep["stop"]
+        return float((rx.stop_ns - rx.first_ns) / 1e9)
+
+    return Side(name, run, ops=n, setup=setup)
 
 
 @pytest.mark.benchmark(group="live_feed")
 def test_paired_live_feed(benchmark: Any) -> None:
-    _, flow = slices()
-    path = write("paired", flow)
-    n = messages_in(flow)
+    n = messages_in(backlog_slice())
+    paired(benchmark, "live-feed-backlog-vs-naive",
+           backlog_side("optimized", "optimized", 64), backlog_side("naive", "naive", 1),
+           pairs=11, warmup=1,
+           includes="a backlog the native sender left in the receiver's socket, drained: "
+                    "first datagram read to the last message in the book (book mode)",
+           workload=f"{n} messages from 09:30 of a generated day, about one a packet")
 
-    def side(impl: str) -> Side:
-        def run(_: Any) -> float:
-            rep, sent, rx = one_run(impl, path, 0.0, 0.0)
-            assert rep["stop"] == "end" and rep["lost"] == 0 and rep["messages"] == n
-            return float((rx.stop_ns - rx.first_ns) / 1e9)
-        return Side(impl, run, ops=n)
 
-    paired(benchmark, "live-feed-receiver", side("optimized"), side("naive"), pairs=11,
-           warmup=1, includes="first datagram to last message in the book, flat out, "
-                              "recovery of the receiver's own drops included; the sender "
-                              "(one Python process) bounds the fast side",
-           workload=f"{n} messages from 09:30 of a generated day")
-    path.unlink(missing_ok=True)
+@pytest.mark.benchmark(group="live_feed")
+def test_paired_recvmmsg_batch(benchmark: Any) -> None:
+    n = messages_in(backlog_slice())
+    paired(benchmark, "live-feed-batch64-vs-1", backlog_side("batch-64", "optimized", 64),
+           backlog_side("batch-1", "optimized", 1), pairs=11, warmup=1,
+           includes="the optimized receiver draining the same backlog with recvmmsg "
+                    "batches of 64 vs 1: first datagram read to the last message in the book",
+           workload=f"{n} messages from 09:30 of a generated day, about one a packet")

@@ -47,7 +47,10 @@ int main(int argc, char** argv) {
     const int n = argc > 1 ? std::atoi(argv[1]) : 20000;
     for (std::uint64_t seed = 1; seed <= 3; ++seed) {
         std::mt19937_64 rng(seed);
-        FeedCore core(seed == 3 ? 0 : 1, 100, 2);
+        // Seed 2: a configured session, a hold of 8 (overflow and its give-ups) and a
+        // max_jump of 64 (suspect packets and resyncs) on the same hostile stream.
+        FeedCore core(seed == 3 ? 0 : 1, 100, 2, seed == 2 ? "TWINMATCH1" : "",
+                      seed == 2 ? 8 : kMaxPending, seed == 2 ? 64 : kMaxJump);
         std::uint64_t now = 1000, next = 1;
         for (int k = 0; k < n; ++k) {
             std::uint64_t seq;
@@ -60,7 +63,7 @@ int main(int argc, char** argv) {
             else if (what == 18) { seq = ~std::uint64_t{0} - rng() % 4; }       // near 2^64
             else { seq = rng() % 3; }                                           // 0, 1, 2
             const std::vector<std::uint8_t> b = packet(rng, seq, count);
-            core.on_packet(b.data(), b.size(), 0, 0);
+            core.on_packet(b.data(), b.size(), static_cast<std::int64_t>(now), 0);
             core.take();
             if (rng() % 4 == 0) {
                 now += rng() % 300;

@@ -77,3 +77,12 @@ def test_random_arrivals_hand_on_everything_once_in_order(mod: ModuleType) -> No
                 assert req[0] == len(out) + 1 and req[1] >= 1
         assert out == msgs(1, seq - 1), f"seed {seed}"
         assert t.request() is None
+
+
+def test_a_lying_heartbeat_is_suspect_not_believed(mod: ModuleType) -> None:
+    t = mod.GapTracker(max_jump=1000)
+    t.on_packet(1, msgs(1, 2))
+    t.on_heartbeat(2**63)  # would write off ~9.2e18 messages if believed
+    assert t.request() is None and t.suspect == 1
+    t.on_heartbeat(500)  # a gap it may believe: 3 .. 499
+    assert t.request() == (3, 497) and t.suspect == 1

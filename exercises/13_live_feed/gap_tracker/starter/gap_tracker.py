@@ -10,10 +10,12 @@ from __future__ import annotations
 
 
 class GapTracker:
-    def __init__(self, start: int = 1) -> None:
+    def __init__(self, start: int = 1, max_jump: int = 1 << 20) -> None:
         self.expected = start  # the next sequence number to hand on
         self.known = start     # one past the highest sequence number known to exist
         self.held: dict[int, list[bytes]] = {}  # seq -> messages, packets ahead of a gap
+        self.max_jump = max_jump  # how far past `known` a heartbeat may claim
+        self.suspect = 0  # heartbeats that claimed more: counted, not believed
 
     def on_packet(self, seq: int, messages: list[bytes]) -> list[bytes]:
         """The messages that can be handed on now, in sequence order."""
@@ -23,7 +25,10 @@ class GapTracker:
         raise NotImplementedError
 
     def on_heartbeat(self, next_seq: int) -> None:
-        self.known = max(self.known, next_seq)
+        """A heartbeat: `next_seq` is the next sequence number of the feed."""
+        # TODO: believe it only if it claims at most `max_jump` messages past `known`;
+        # otherwise count it in `suspect` and change nothing.
+        raise NotImplementedError
 
     def request(self) -> tuple[int, int] | None:
         """(first sequence number, count) of the first run of missing messages: from the
