@@ -42,6 +42,7 @@ import numpy as np
 
 from contract.dtypes import OP_CANCEL, OP_LIMIT, OP_MARKET
 from optimized import _native
+from twinmatch.atomic import Outputs, write_file
 from twinmatch.flow import FlowShape, order_flow
 
 FORMATS: Final = ("itch", "gz", "pcap", "csv")
@@ -338,11 +339,8 @@ def write_itch_flow(
     orders = check_int("orders", orders, 0, MAX_MESSAGES - least)
     messages = orders + least
     name = path.name.removesuffix(".itch")
-    result = _write_day(path.parent, name, messages, symbols, seed, ("itch",), 6, flow=True)
-    if path.suffix != ".itch":  # the caller chose a name without .itch: honour it
-        result.paths[0].replace(path)
-        result.paths[0] = path
-    return result
+    return _write_day(path.parent, name, messages, symbols, seed, ("itch",), 6, flow=True,
+                      feed=path)
 
 
 def _close_all(sinks: Sequence[Sink]) -> None:
@@ -359,8 +357,12 @@ def _close_all(sinks: Sequence[Sink]) -> None:
 
 def _write_day(
     out_dir: Path, name: str, messages: int, symbols: int, seed: int,
-    formats: Sequence[str], gzip_level: int, flow: bool,
+    formats: Sequence[str], gzip_level: int, flow: bool, feed: Path | None = None,
 ) -> GenResult:
+    """The day in each format and its books CSV, all or nothing (twinmatch/atomic.py):
+    each file is written under a temporary name and renamed into place once every one
+    is complete; a failure (a full disk) or a signal removes them. ``feed``: the one
+    ITCH file's name, if not ``<name>.itch``."""
     start = time.perf_counter()
     messages, symbols, seed = check_day(messages, symbols, seed)
     gzip_level = check_int("gzip_level", gzip_level, 1, 9)
@@ -371,18 +373,26 @@ def _write_day(
     if unknown:
         raise ValueError(f"unknown format {unknown[0]!r}; expected one of {', '.join(FORMATS)}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    sim, chunks = simulate(messages, symbols, seed, flow)
-    sinks = [make_sink(f, out_dir / (name + SUFFIX[f]), gzip_level) for f in dict.fromkeys(formats)]
-    try:
-        for chunk in chunks:
-            for sink in sinks:
-                sink.write(chunk)
-    finally:
-        _close_all(sinks)
+    finals = {f: out_dir / (name + SUFFIX[f]) for f in dict.fromkeys(formats)}
+    if feed is not None:
+        finals = {"itch": feed}
     books = out_dir / (name + BOOKS_SUFFIX)
-    books.write_bytes(sim.books_csv())
+    sim, chunks = simulate(messages, symbols, seed, flow)
+    with Outputs("gen") as outputs:
+        sinks: list[Sink] = []
+        try:
+            for fmt, final in finals.items():
+                sinks.append(make_sink(fmt, outputs.add(final), gzip_level))
+            books_part = outputs.add(books)
+            for chunk in chunks:
+                for sink in sinks:
+                    sink.write(chunk)
+        finally:
+            _close_all(sinks)
+        books_part.write_bytes(sim.books_csv())
+        outputs.commit()
     result = GenResult(
-        paths=[s.path for s in sinks] + [books],
+        paths=[*finals.values(), books],
         messages=int(sim.emitted),
         counts={str(k): int(v) for k, v in sim.counts().items()},
         live_orders=int(sim.live_orders),
@@ -424,7 +434,7 @@ def write_csv_flow(path: str | Path, orders: int, seed: int = 1) -> GenResult:
     orders = check_int("orders", orders, 0, MAX_CSV_ORDERS)
     path.parent.mkdir(parents=True, exist_ok=True)
     ops = csv_flow_ops(orders, seed)
-    path.write_text(csv_flow_text(ops))
+    write_file(path, csv_flow_text(ops).encode())
     counts = {"limit": int((ops["op"] == OP_LIMIT).sum()),
               "market": int((ops["op"] == OP_MARKET).sum()),
               "cancel": int((ops["op"] == OP_CANCEL).sum())}
@@ -488,7 +498,7 @@ def write_uniform_flow(path: str | Path, orders: int = 1_000_000, seed: int = 1)
     start = time.perf_counter()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(uniform_flow_bytes(orders, seed))
+    write_file(path, uniform_flow_bytes(orders, seed))
     return GenResult(paths=[path], messages=orders + 3,
                      counts={"S": 2, "R": 1, "A": orders},
                      seconds=time.perf_counter() - start)
