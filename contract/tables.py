@@ -143,8 +143,9 @@ def check_depth(depth: object) -> int:
 
 # The ITCH alphabet of a symbol: capital letters and the NASDAQ Integrated Platform's
 # suffix characters (nasdaqtrader.com, "Ticker Symbol Convention": BRK.A, ABR-A, AACBU=).
-# Names become file names (LOBSTER's), so nothing else passes: no '/', no space, no digit.
-_SYMBOL: Final = re.compile(r"[A-Z.\-+*#$!@%^=~]{1,8}")
+# A root of letters comes first. Names become file names (LOBSTER's), so nothing else
+# passes: no '/', no leading '.', no space, no digit.
+_SYMBOL: Final = re.compile(r"[A-Z][A-Z.\-+*#$!@%^=~]{0,7}")
 
 
 def check_symbols(symbols: object) -> tuple[bytes, ...] | None:
@@ -160,8 +161,8 @@ def check_symbols(symbols: object) -> tuple[bytes, ...] | None:
     out = []
     for name in names:
         if not _SYMBOL.fullmatch(name):
-            raise ValueError(f"bad symbol {name!r}: 1 to 8 of A-Z and the suffix "
-                             f"characters .-+*#$!@%^=~")
+            raise ValueError(f"bad symbol {name!r}: a capital letter, then up to 7 of "
+                             f"A-Z and the suffix characters .-+*#$!@%^=~")
         out.append(name.encode("ascii").ljust(8))
     if not out:
         raise ValueError("no symbols given")

@@ -670,8 +670,11 @@ class LobsterFiles(Queued):
     def abort(self) -> None:
         self.stop()
         for msg_f, book_f, _, _ in self.files.values():
-            msg_f.close()
-            book_f.close()
+            for f in (msg_f, book_f):
+                try:
+                    f.close()
+                except OSError:  # cleaning up after the real error
+                    pass
         self.outputs.abort()
 
 
