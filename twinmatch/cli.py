@@ -276,15 +276,15 @@ def _replay(args: argparse.Namespace) -> int:
         from twinmatch.atomic import Outputs
 
         code = 0
-        with Outputs("replay", [args.file]) as outputs:  # the fills: all or nothing
+        with Outputs("replay", [args.file]) as outputs:  # the fills: whole, or nothing
             part = None if args.fills is None else outputs.add(args.fills)
             try:
                 report = pipeline_replay.replay_pipeline(args.file, args.impl, args.mode,
                                                          part, policy=args.policy,
                                                          logger_delay_ns=args.logger_delay_ns)
-                outputs.commit()
-            except PipelineInterrupted as e:  # Ctrl-C: stopped, drained; report what was
-                report, code = e.report, 130  # done (an interrupted run writes no fills)
+            except PipelineInterrupted as e:  # Ctrl-C or SIGTERM: stopped and drained;
+                report, code = e.report, 130  # the fills are exactly those of the prefix
+            outputs.commit()                  # the report names (consumed): kept
         print(json.dumps(report, indent=2) if args.json else pipeline_replay.format_report(report),
               end="\n" if args.json else "", flush=True)
         return code
