@@ -903,3 +903,28 @@ def test_nasdaq_short_file_names_give_the_date() -> None:
     assert str(date_from_name("S013019-v50.txt.gz")) == "2019-01-30"
     assert str(date_from_name("S081321-v50-bx.txt.gz")) == "2021-08-13"
     assert date_from_name("S133019-v50.txt.gz") is None  # month 13
+
+
+def test_a_failed_commit_leaves_no_metadata_beside_a_mixed_set(
+        tmp_path: Path, day: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The renames are one system call each: if one fails half-way, some new tables sit
+    beside some old ones. metadata.json, removed first and renamed last, is then absent:
+    its presence marks a whole set."""
+    import os
+
+    src = _day_file(tmp_path, day)
+    out = tmp_path / "out"
+    convert(src, out, tables="bbo,trades", fmt="csv", chunk=8192)
+    real, calls = os.replace, []
+
+    def second_fails(a: Any, b: Any) -> None:
+        calls.append(b)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")
+        real(a, b)
+
+    monkeypatch.setattr(os, "replace", second_fails)
+    with pytest.raises(OSError, match="Input/output"):
+        convert(src, out, tables="bbo,trades", fmt="csv", chunk=8192)
+    monkeypatch.undo()
+    assert sorted(p.name for p in out.iterdir()) == ["bbo.csv", "trades.csv"]

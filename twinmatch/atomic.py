@@ -110,7 +110,7 @@ def _identity(path: Path | int) -> tuple[int, int] | None:
 
 # --8<-- [start:stale]
 def remove_stale_parts(directory: Path) -> list[Path]:
-    """Remove the parts of dead runs in ``directory`` (their lock is free); return them."""
+    """Remove the parts of dead runs in ``directory`` (their lock is free)."""
     removed = []
     try:
         names = [p for p in directory.iterdir() if PART.match(p.name)]
@@ -134,7 +134,6 @@ def remove_stale_parts(directory: Path) -> list[Path]:
 # --8<-- [end:stale]
 
 
-# --8<-- [start:outputs]
 class Outputs:
     """The files one run writes, committed together (see the module's docstring).
 
@@ -152,7 +151,7 @@ class Outputs:
         self.removed: list[Path] = []       # files commit() removed (commit's `remove`)
 
     def check(self, final: Path) -> None:
-        """Refuse an output that is an input, a directory, or already named by this run."""
+        """Refuse an output that is an input, a directory, or named twice in this run."""
         if final in self.parts:
             raise OutputError(f"{final}: named twice as an output")
         if final.is_dir():
@@ -160,8 +159,9 @@ class Outputs:
         if not final.parent.is_dir():
             raise OutputError(f"{final}: no such directory {final.parent}")
         if _identity(final) in self.inputs:
-            raise OutputError(f"{final}: is an input of this run; writing it would destroy it")
+            raise OutputError(f"{final}: is an input of this run; writing would destroy it")
 
+    # --8<-- [start:add]
     def add(self, final: Path) -> Path:
         """Create and lock the part for ``final``; return the part's path."""
         final = Path(final)
@@ -175,11 +175,13 @@ class Outputs:
         self._locks[part] = fd
         fcntl.flock(fd, fcntl.LOCK_EX)  # held until commit or abort: not stale
         return part
+    # --8<-- [end:add]
 
     def open(self, final: Path, mode: str = "wb") -> IO[bytes] | IO[str]:
         """add(final), then the part opened for writing (the caller closes it)."""
         return open(self.add(final), mode)  # noqa: SIM115 - the caller closes it
 
+    # --8<-- [start:commit]
     def commit(self, remove: Sequence[Path] = (), last: Path | None = None) -> None:
         """Make every part durable, then (signals held) remove the ``remove`` files,
         rename every part, ``last`` last, and make the directories durable."""
@@ -187,10 +189,11 @@ class Outputs:
             os.fsync(fd)  # any descriptor of the file flushes its data
         order = sorted(self.parts, key=lambda final: final == last)
         with deferred_signals():
-            for path in remove:
-                if path.exists() and path not in self.parts:
+            for path in remove:  # first: e.g. a marker that the last rename restores
+                if path.exists():
                     path.unlink()
-                    self.removed.append(path)
+                    if path not in self.parts:
+                        self.removed.append(path)
             for final in order:
                 os.replace(self.parts[final], final)
             for directory in {final.parent for final in self.parts}:
@@ -202,6 +205,7 @@ class Outputs:
         for part in self.parts.values():
             part.unlink(missing_ok=True)
         self._release()
+    # --8<-- [end:commit]
 
     def _release(self) -> None:
         for fd in self._locks.values():
@@ -215,7 +219,6 @@ class Outputs:
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.abort()  # after commit() there is nothing left to remove
-# --8<-- [end:outputs]
 
 
 def write_file(path: Path, data: bytes, inputs: Sequence[Path | int] = ()) -> None:
