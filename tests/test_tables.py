@@ -928,3 +928,23 @@ def test_a_failed_commit_leaves_no_metadata_beside_a_mixed_set(
         convert(src, out, tables="bbo,trades", fmt="csv", chunk=8192)
     monkeypatch.undo()
     assert sorted(p.name for p in out.iterdir()) == ["bbo.csv", "trades.csv"]
+
+
+def test_tables_on_a_day_with_every_type() -> None:
+    """`gen market --all-types`: Q crosses, B breaks, I imbalances, h halts and C prints
+    away from the resting price. Both twins make the same rows, and the rows are there."""
+    raw, _ = market_day_bytes(8_000, 10, 4, all_types=True)
+    a = build("naive", raw, lobster=3, depth=3)
+    assert_same(a, build("optimized", raw, lobster=3, depth=3))
+    kinds = {chr(k) for k in a["trades"]["kind"]}
+    assert {"E", "C", "P", "Q", "B"} <= kinds
+    assert {chr(k) for k in a["halts"]["kind"]} == {"H", "h"}
+    assert len(a["noii"]["seq"]) > 0
+    m = a["messages"]
+    c = m["type"] == ord("C")
+    assert (m["exec_price"][c] != m["price"][c]).any()  # printed away from the book
+    t = a["trades"]
+    printed = {int(x) for x in t["match_number"][t["kind"] == ord("C")]}
+    want = {int(x) for x in m["match_number"][c & (m["printable"] == ord("Y"))]}
+    assert printed == want  # every printable C, at its own price
+    assert 6 in a["lobster"]["type"].tolist()  # the crosses in LOBSTER

@@ -141,17 +141,19 @@ class GenResult:
 # --8<-- [start:chunks]
 def simulate(
     messages: int, symbols: int = 500, seed: int = 1, flow: bool = False,
-    chunk_bytes: int = CHUNK_BYTES,
+    chunk_bytes: int = CHUNK_BYTES, all_types: bool = False,
 ) -> tuple[_native.GenSimulator, Iterator[bytes]]:
     """The simulator and an iterator over the day as chunks of whole framed messages.
 
     ``messages`` is the exact number of messages in the day (S R H included). After the
     iterator is exhausted, ``sim.books_csv()`` gives the final books and ``sim.counts()``
-    the messages by type.
+    the messages by type. ``all_types`` (market mode): also Q, B, I and h messages and C
+    prints away from the resting price (none changes a book; off, the day is unchanged).
     """
     messages, symbols, seed = check_day(messages, symbols, seed)
     chunk_bytes = check_int("chunk_bytes", chunk_bytes, 1, MAX_CHUNK_BYTES)
-    sim = _native.GenSimulator(seed=seed, messages=messages, symbols=symbols, flow=flow)
+    sim = _native.GenSimulator(seed=seed, messages=messages, symbols=symbols, flow=flow,
+                               all_types=bool(all_types))
 
     def chunks() -> Iterator[bytes]:
         while chunk := sim.next_chunk(chunk_bytes):
@@ -162,10 +164,11 @@ def simulate(
 
 
 def market_day_bytes(
-    messages: int, symbols: int = 500, seed: int = 1, flow: bool = False
+    messages: int, symbols: int = 500, seed: int = 1, flow: bool = False,
+    all_types: bool = False,
 ) -> tuple[bytes, bytes]:
     """A whole day in memory: (framed ITCH, books CSV). For tests and small days."""
-    sim, chunks = simulate(messages, symbols, seed, flow)
+    sim, chunks = simulate(messages, symbols, seed, flow, all_types=all_types)
     raw = b"".join(chunks)
     return raw, sim.books_csv()
 
@@ -318,10 +321,12 @@ def write_market_day(
     formats: Sequence[str] = ("itch",),
     name: str = "day",
     gzip_level: int = 1,
+    all_types: bool = False,
 ) -> GenResult:
-    """Write a market-data day in each format, plus ``<name>.books.csv`` (final books)."""
+    """Write a market-data day in each format, plus ``<name>.books.csv`` (final books).
+    ``all_types``: also Q, B, I, h and C away from the resting price (see simulate)."""
     return _write_day(Path(out_dir), name, messages, symbols, seed, formats, gzip_level,
-                      flow=False)
+                      flow=False, all_types=all_types)
 # --8<-- [end:write_day]
 
 
@@ -358,6 +363,7 @@ def _close_all(sinks: Sequence[Sink]) -> None:
 def _write_day(
     out_dir: Path, name: str, messages: int, symbols: int, seed: int,
     formats: Sequence[str], gzip_level: int, flow: bool, feed: Path | None = None,
+    all_types: bool = False,
 ) -> GenResult:
     """The day in each format and its books CSV, all or nothing (twinmatch/atomic.py):
     each file is written under a temporary name and renamed into place once every one
@@ -377,7 +383,7 @@ def _write_day(
     if feed is not None:
         finals = {"itch": feed}
     books = out_dir / (name + BOOKS_SUFFIX)
-    sim, chunks = simulate(messages, symbols, seed, flow)
+    sim, chunks = simulate(messages, symbols, seed, flow, all_types=all_types)
     with Outputs("gen") as outputs:
         sinks: list[Sink] = []
         try:
