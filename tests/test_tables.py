@@ -773,6 +773,10 @@ def test_rerun_with_fewer_tables_removes_the_old_ones(tmp_path: Path, day: bytes
     assert main(["tables", str(src), str(out), "--tables", "bbo"]) == 0
     assert "removed" in capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == ["bbo.parquet", "metadata.json"]
+    feed = _day_file(out, day, "trades.csv")  # an input is never removed, whatever its name
+    assert main(["tables", str(feed), str(out), "--tables", "bbo", "--format", "csv"]) == 0
+    assert feed.read_bytes() == day
+    assert sorted(p.name for p in out.iterdir()) == ["bbo.csv", "metadata.json", "trades.csv"]
 
 
 def _slow_tables(src: Path, out: Path) -> Any:

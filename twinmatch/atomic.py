@@ -170,8 +170,8 @@ class Outputs:
             remove_stale_parts(final.parent)
             self._cleaned.add(final.parent)
         part = final.with_name(f".{final.name}.part-{os.getpid()}")
+        self.parts[final] = part  # first: abort() removes it, whenever a signal comes
         fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        self.parts[final] = part
         self._locks[part] = fd
         fcntl.flock(fd, fcntl.LOCK_EX)  # held until commit or abort: not stale
         return part
@@ -190,7 +190,7 @@ class Outputs:
         order = sorted(self.parts, key=lambda final: final == last)
         with deferred_signals():
             for path in remove:  # first: e.g. a marker that the last rename restores
-                if path.exists():
+                if path.exists() and _identity(path) not in self.inputs:  # never an input
                     path.unlink()
                     if path not in self.parts:
                         self.removed.append(path)

@@ -416,16 +416,16 @@ class Writers(Queued):
         self.outputs = Outputs("tables", [source])
         self.final = {t: out / f"{t}.{fmt}" for t in tables}
         self.meta_path = out / "metadata.json"
-        try:
-            self.temp = {t: self.outputs.add(self.final[t]) for t in tables}
-            self.meta_temp = self.outputs.add(self.meta_path)
-        except BaseException:
-            self.outputs.abort()
-            raise
         self.writers: dict[str, Any] = {}
         self.rows = dict.fromkeys(tables, 0)
         self.symbols = SymbolNames()
-        super().__init__()
+        try:  # a failure (or a signal) from here on removes the parts made so far
+            self.temp = {t: self.outputs.add(self.final[t]) for t in tables}
+            self.meta_temp = self.outputs.add(self.meta_path)
+            super().__init__()
+        except BaseException:
+            self.outputs.abort()
+            raise
 
     def write_now(self, batches: dict[str, dict[str, np.ndarray]]) -> None:
         for table, batch in batches.items():
@@ -556,8 +556,9 @@ def convert(source: Path, out: Path, *, impl: str = "optimized",
     if "depth" in names and depth > DEFAULT_DEPTH:  # a depth row grows with N: so a batch
         chunk = max(chunk * DEFAULT_DEPTH // depth, 1 << 16)  # holds about as many bytes
     offset = None if day is None else session_offset_ns(day)
-    writers = Writers(out, names, fmt, depth, offset, source)
+    writers: Writers | None = None
     try:
+        writers = Writers(out, names, fmt, depth, offset, source)
         counters, sha = stream_tables(source, impl, names, symbols, depth, chunk,
                                       writers.write, progress)
         writers.finish()
@@ -566,8 +567,10 @@ def convert(source: Path, out: Path, *, impl: str = "optimized",
         meta = metadata(source, sha, day, names, wanted, depth, impl, counters)
         writers.commit(meta)
     except BaseException:
-        writers.abort()
+        if writers is not None:
+            writers.abort()
         raise
+    assert writers is not None
     return {"metadata": meta, "rows": writers.rows,
             "removed": [p.name for p in writers.outputs.removed]}
 
@@ -696,18 +699,21 @@ def lobster(source: Path, out: Path, *, symbols: Sequence[str] | str, levels: in
     chunk = batch_bytes(source.stat().st_size) if chunk is None else check_chunk_size(chunk)
     out.mkdir(parents=True, exist_ok=True)
     remove_stale_parts(out)  # what a killed run left (its lock is free)
-    files = LobsterFiles(out, day, levels, source)
     names = [s.decode("ascii").rstrip() for s in wanted]
-    for name in names:  # refused before anything is read: an output that is the input
-        for path in files.names(name):
-            files.outputs.check(path)
+    files: LobsterFiles | None = None
     try:
+        files = LobsterFiles(out, day, levels, source)
+        for name in names:  # refused before anything is read: an output that is the input
+            for path in files.names(name):
+                files.outputs.check(path)
         counters, sha = stream_tables(source, impl, ("symbols",), symbols, 1, chunk,
                                       files.write, progress, lobster=levels)
         files.commit(names)
     except BaseException:
-        files.abort()
+        if files is not None:
+            files.abort()
         raise
+    assert files is not None
     return {"rows": files.rows, "counters": counters, "source_sha256": sha,
             "skipped_rows": files.skipped,
             "files": [str(p) for s in names for p in files.names(s)]}
