@@ -1,5 +1,6 @@
 """`twinmatch demo` end to end, small: both parts run and report identical results; the
-replay report of a feed with hostile text is the same in both twins."""
+replay report of a feed with hostile text is the same in both twins; the output files of
+gen and replay are all or nothing (a full tmpfs, signals, an output that is the input)."""
 
 from __future__ import annotations
 
@@ -277,6 +278,15 @@ def test_replay_refuses_its_own_feed_as_output(impl: str, option: str, tmp_path:
     assert main(["replay", str(feed), "--fills", str(tmp_path / "x"),
                  "--books", str(tmp_path / "x")]) == 2
     assert "name the same file" in _one_line_error(capsys, "replay")
+    if impl == "naive" and option == "--fills":  # the feed as standard input: `- < F`
+        import subprocess
+        import sys
+        with open(feed, "rb") as stdin:
+            done = subprocess.run([sys.executable, "-m", "twinmatch", "replay", "-",
+                                   option, str(feed)], stdin=stdin, capture_output=True,
+                                  text=True, timeout=60)
+        assert done.returncode == 2 and "is an input of this run" in done.stderr
+        assert feed.read_bytes() == data
 
 
 @pytest.mark.parametrize("impl", ["naive", "optimized"])
