@@ -226,9 +226,10 @@ class TableBuilder:
         locate, side, old_price, old_shares = before
         if kind in (_E, _C):
             exec_price = price if kind == _C else old_price  # E prints at the resting price
-            if len(fills) == 0:  # refused (counted), the book unchanged; but the exchange
+            if len(fills) == 0:  # refused and counted, the book unchanged, but an
+                # over-execution was printed by the exchange: its trade row stays
                 if shares > old_shares and (kind == _E or printable == ord("Y")):
-                    self._trade(e, locate, side, exec_price)  # did print an over-execution
+                    self._trade(e, locate, side, exec_price)
                 return
             if shares == old_shares:  # the order left the book
                 self._count(locate, side, old_price, -1)

@@ -190,7 +190,7 @@ class Outputs:
         order = sorted(self.parts, key=lambda final: final == last)
         with deferred_signals():
             for path in remove:  # first: e.g. a marker that the last rename restores
-                if path.exists() and _identity(path) not in self.inputs:  # never an input
+                if path.exists() and _identity(path) not in self.inputs:  # not an input
                     path.unlink()
                     if path not in self.parts:
                         self.removed.append(path)
