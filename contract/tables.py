@@ -141,14 +141,18 @@ def check_depth(depth: object) -> int:
     return depth
 
 
-_SYMBOL: Final = re.compile(r"[\x21-\x7e]{1,8}")
+# The ITCH alphabet of a symbol: capital letters and the NASDAQ Integrated Platform's
+# suffix characters (nasdaqtrader.com, "Ticker Symbol Convention": BRK.A, ABR-A, AACBU=).
+# A root of letters comes first. Names become file names (LOBSTER's), so nothing else
+# passes: no '/', no leading '.', no space, no digit.
+_SYMBOL: Final = re.compile(r"[A-Z][A-Z.\-+*#$!@%^=~]{0,7}")
 
 
 def check_symbols(symbols: object) -> tuple[bytes, ...] | None:
     """None (every symbol) or the symbols as 8-byte, space-padded wire names.
 
     Accepts a sequence of names or one comma-separated string; a name is 1..8 printable
-    ASCII characters without spaces (the feed's own alphabet)."""
+    of the ITCH alphabet (capital letters, NASDAQ's suffix characters)."""
     if symbols is None:
         return None
     names = symbols.split(",") if isinstance(symbols, str) else symbols
@@ -157,7 +161,8 @@ def check_symbols(symbols: object) -> tuple[bytes, ...] | None:
     out = []
     for name in names:
         if not _SYMBOL.fullmatch(name):
-            raise ValueError(f"bad symbol {name!r}: 1 to 8 printable characters, no spaces")
+            raise ValueError(f"bad symbol {name!r}: a capital letter, then up to 7 of "
+                             f"A-Z and the suffix characters .-+*#$!@%^=~")
         out.append(name.encode("ascii").ljust(8))
     if not out:
         raise ValueError("no symbols given")
@@ -169,10 +174,12 @@ def symbol_text(raw: bytes) -> str:
     return show_stock(raw)
 
 
-# NASDAQ's own file names carry the day as MMDDYYYY (01302019.NASDAQ_ITCH50.gz); other
-# tools' copies often use YYYYMMDD or YYYY-MM-DD.
+# NASDAQ's own file names carry the day as MMDDYYYY (01302019.NASDAQ_ITCH50.gz) or as
+# SMMDDYY (S013019-v50.txt.gz, the years 20YY); other tools' copies often use YYYYMMDD or
+# YYYY-MM-DD.
 _DATES: Final = (
     (re.compile(r"(?<!\d)(\d{2})(\d{2})(\d{4})\.NASDAQ_ITCH50"), "mdy"),
+    (re.compile(r"(?<![A-Za-z0-9])S(\d{2})(\d{2})(\d{2})-v50"), "mdyy"),
     (re.compile(r"(?<!\d)(\d{4})-(\d{2})-(\d{2})(?!\d)"), "ymd"),
     (re.compile(r"(?<!\d)(20\d{2})(\d{2})(\d{2})(?!\d)"), "ymd"),
 )
@@ -186,6 +193,8 @@ def date_from_name(name: str) -> dt.date | None:
             continue
         a, b, c = (int(g) for g in m.groups())
         try:
+            if order == "mdyy":
+                return dt.date(2000 + c, a, b)
             return dt.date(c, a, b) if order == "mdy" else dt.date(a, b, c)
         except ValueError:
             continue

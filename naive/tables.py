@@ -11,7 +11,9 @@ scanner delivers), keeps every book with the market of chapter 5 in book mode
   price and locate filled in (``prev_price``/``prev_shares``: the order before the message;
   for U, ``price``/``shares`` are the new order's), so a row needs no earlier row to read;
 * ``trades`` -- E at the resting order's price, C at its own price if printable, P, Q
-  (cross shares are 8 bytes wide), B (a break: match number only);
+  (cross shares are 8 bytes wide), B (a break: match number only); an E or C for more
+  shares than its order holds is refused by the book (the market counts it) but its print
+  is kept: the exchange disseminated it;
 * ``halts`` (H and h), ``noii`` (I), ``symbols`` (R): the messages as they come.
 
 Whether a message changed a book is read from the book itself: the order it names before
@@ -223,11 +225,14 @@ class TableBuilder:
             return  # unknown reference: counted by the market, changes nothing
         locate, side, old_price, old_shares = before
         if kind in (_E, _C):
-            if len(fills) == 0:
-                return  # over-execution or 0 shares: counted, nothing changed
+            exec_price = price if kind == _C else old_price  # E prints at the resting price
+            if len(fills) == 0:  # refused and counted, the book unchanged, but an
+                # over-execution was printed by the exchange: its trade row stays
+                if shares > old_shares and (kind == _E or printable == ord("Y")):
+                    self._trade(e, locate, side, exec_price)
+                return
             if shares == old_shares:  # the order left the book
                 self._count(locate, side, old_price, -1)
-            exec_price = price if kind == _C else old_price  # E prints at the resting price
             self._changed(e, locate, side, old_price, shares, old_price, old_shares, exec_price)
             if kind == _E or printable == ord("Y"):
                 self._trade(e, locate, side, exec_price)

@@ -358,8 +358,14 @@ private:
         const Order before = order(e.order_ref);
         const std::uint64_t refused = market_.refused();
         run(e);
-        if (market_.refused() != refused) return;  // counted by the market, changed nothing
         const std::uint8_t k = e.type;
+        if (market_.refused() != refused) {  // counted by the market, changed nothing;
+            // but an over-execution was printed by the exchange: its trade row stays
+            if ((k == 'E' || k == 'C') && before.live && e.shares > before.shares &&
+                (k == 'E' || e.printable == 'Y'))
+                trade(e, before.locate, before.side, k == 'C' ? e.price : before.price);
+            return;
+        }
         if (k == 'A' || k == 'F') {
             const Side side = e.side == 'B' ? Side::Buy : Side::Sell;
             count_level(e.locate, side, e.price, +1);

@@ -630,7 +630,9 @@ def lobster_to_ops(
 class GenSimulator:
     """The exchange simulator of twinmatch.gen: a day of ITCH messages."""
 
-    def __init__(self, seed: int, messages: int, symbols: int, flow: bool) -> None: ...
+    def __init__(
+        self, seed: int, messages: int, symbols: int, flow: bool, all_types: bool = False
+    ) -> None: ...
     def next_chunk(self, min_bytes: int) -> bytes:
         """
         Whole framed messages, at least min_bytes unless the day ends; b'' once it has ended.

@@ -1,11 +1,14 @@
 """`twinmatch demo` end to end, small: both parts run and report identical results; the
-replay report of a feed with hostile text is the same in both twins."""
+replay report of a feed with hostile text is the same in both twins; the output files of
+gen and replay are all or nothing (a full tmpfs, signals, an output that is the input)."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import struct
+import time
 from pathlib import Path
 
 import pytest
@@ -243,3 +246,143 @@ def test_commands_start_no_blas_thread_pool(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(SystemExit):
         main(["--help"])
     assert os.environ["OPENBLAS_NUM_THREADS"] == "3"
+
+
+# ------------------------------------------------------------ output files (issue 29)
+# One rule for every command that writes files (twinmatch/atomic.py): a temporary name,
+# fsync, rename only when the whole run succeeded; on failure or SIGINT/SIGTERM nothing
+# is left; an output that is the input is refused.
+
+def _flow(tmp_path: Path) -> Path:
+    """A small ITCH order flow whose match-mode replay fills a few thousand times."""
+    from twinmatch.gen import write_itch_flow
+
+    path = tmp_path / "flow.itch"
+    write_itch_flow(path, 6_000, symbols=4, seed=5)
+    return path
+
+
+@pytest.mark.parametrize("impl", ["naive", "optimized"])
+@pytest.mark.parametrize("option", ["--fills", "--books"])
+def test_replay_refuses_its_own_feed_as_output(impl: str, option: str, tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """`replay F --fills F` truncated the feed before reading it (0 messages, exit 0)."""
+    feed = _flow(tmp_path)
+    data = feed.read_bytes()
+    link = tmp_path / "same-inode.itch"
+    os.link(feed, link)
+    for target in (feed, link):  # the same file by another name, too
+        assert main(["replay", str(feed), "--impl", impl, option, str(target)]) == 2
+        assert "is an input of this run" in _one_line_error(capsys, "replay")
+        assert feed.read_bytes() == data
+    assert main(["replay", str(feed), "--fills", str(tmp_path / "x"),
+                 "--books", str(tmp_path / "x")]) == 2
+    assert "name the same file" in _one_line_error(capsys, "replay")
+    if impl == "naive" and option == "--fills":  # the feed as standard input: `- < F`
+        import subprocess
+        import sys
+        with open(feed, "rb") as stdin:
+            done = subprocess.run([sys.executable, "-m", "twinmatch", "replay", "-",
+                                   option, str(feed)], stdin=stdin, capture_output=True,
+                                  text=True, timeout=60)
+        assert done.returncode == 2 and "is an input of this run" in done.stderr
+        assert feed.read_bytes() == data
+
+
+@pytest.mark.parametrize("impl", ["naive", "optimized"])
+def test_replay_outputs_are_all_or_nothing(impl: str, tmp_path: Path) -> None:
+    """A replay that fails (a cut feed) leaves neither fills nor books nor a part; one
+    that succeeds leaves exactly the two files."""
+    from tests.fs_faults import listing
+
+    feed = _flow(tmp_path)
+    cut = tmp_path / "cut.itch"
+    cut.write_bytes(feed.read_bytes()[:-3])
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = ["--impl", impl, "--mode", "match", "--fills", str(out / "f.csv"),
+            "--books", str(out / "b.csv")]
+    assert main(["replay", str(cut), *argv]) == 1
+    assert listing(out) == []
+    assert main(["replay", str(feed), *argv]) == 0
+    assert listing(out) == ["b.csv", "f.csv"]
+    assert (out / "f.csv").read_text().count("\n") > 100
+
+
+@pytest.mark.parametrize("impl", ["naive", "optimized"])
+def test_replay_on_a_full_disk(impl: str, tmp_path: Path,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The fills CSV outgrows a 64 KiB tmpfs: one line, exit 1, no file left there."""
+    from tests.fs_faults import full_disk, listing
+
+    feed = _flow(tmp_path)
+    with full_disk(tmp_path / "disk") as disk:
+        assert main(["replay", str(feed), "--impl", impl, "--mode", "match",
+                     "--fills", str(disk / "fills.csv"), "--books", str(disk / "b.csv")]) == 1
+        assert "No space left on device" in _one_line_error(capsys, "replay")
+        assert listing(disk) == []
+
+
+@pytest.mark.parametrize("argv", [
+    ["gen", "market", "--messages", "30000", "--symbols", "20", "--format", "all"],
+    ["gen", "flow", "--format", "itch", "--orders", "30000", "--symbols", "20"],
+    ["gen", "flow", "--orders", "30000"],
+    ["gen", "uniform", "--orders", "30000"],
+])
+def test_gen_on_a_full_disk(argv: list[str], tmp_path: Path,
+                            capsys: pytest.CaptureFixture[str]) -> None:
+    """gen on a full disk: was an OSError traceback and files cut under their final
+    names; now one line, exit 1, nothing left."""
+    from tests.fs_faults import full_disk, listing
+
+    with full_disk(tmp_path / "disk") as disk:
+        target = disk if argv[1] == "market" else disk / "f.out"
+        assert main([*argv, "--out", str(target)]) == 1
+        assert "No space left on device" in _one_line_error(capsys, f"gen {argv[1]}")
+        assert listing(disk) == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_gen_stopped_by_a_signal_leaves_nothing(sig: int, tmp_path: Path) -> None:
+    from tests.fs_faults import listing, parts, start, stop, wait_for
+
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = start("gen", "market", "--messages", "50000000", "--symbols", "100",
+                 "--format", "all", "--out", str(out))
+    feed = out / f".day.itch.part-{proc.pid}"
+    wait_for(lambda: len(parts(out)) == 5 and feed.exists() and feed.stat().st_size > 0,
+             proc=proc)
+    rc, err = stop(proc, sig)
+    assert rc == 128 + sig, err
+    assert f"interrupted by {signal.Signals(sig).name}" in err
+    assert listing(out) == []
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("impl", ["naive", "optimized"])
+def test_replay_stopped_by_sigterm_leaves_nothing(impl: str, tmp_path: Path) -> None:
+    """The feed comes through a FIFO that stops mid-day: the replay waits for more, gets
+    SIGTERM, and removes its fills and books parts."""
+    from tests.fs_faults import listing, parts, start, wait_for
+
+    data = _flow(tmp_path).read_bytes()
+    fifo = tmp_path / "feed"
+    os.mkfifo(fifo)
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = start("replay", str(fifo), "--impl", impl, "--mode", "match",
+                 "--fills", str(out / "f.csv"), "--books", str(out / "b.csv"))
+    wait_for(lambda: len(parts(out)) == 2, proc=proc)
+    with open(fifo, "wb") as writer:
+        writer.write(data[:len(data) // 2])
+        writer.flush()
+        time.sleep(0.5)  # it reads that much, then waits for the rest
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.5)
+        # The optimized reader (optimized/itch.py) reads on a thread of its own and, once
+        # interrupted, waits for the read under way: the pipe must end for it to return.
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert listing(out) == []

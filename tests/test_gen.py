@@ -565,3 +565,91 @@ def test_order_flow_refuses_bad_sizes(bad: object, error: type[Exception]) -> No
     with pytest.raises(error, match="^n must be"):
         order_flow(bad)  # type: ignore[arg-type]
     assert len(order_flow(0)) == 0
+
+
+# ---- --all-types: the messages that change no book ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def all_types_day() -> tuple[bytes, bytes]:
+    return gen.market_day_bytes(MESSAGES, SYMBOLS, SEED, all_types=True)
+
+
+def test_default_days_are_unchanged_by_all_types() -> None:
+    """all_types is opt-in: a day without it is byte for byte the day generated before
+    the option existed (these digests were taken then), so every books CSV, test and
+    reference run built on generated days still holds."""
+    import hashlib
+
+    raw, books = gen.market_day_bytes(2500, 10, 1)
+    assert hashlib.sha256(raw).hexdigest()[:16] == "850b75a6908c6890"
+    assert hashlib.sha256(books).hexdigest()[:16] == "d0ec82b9cf8ac80a"
+    assert gen.market_day_bytes(2500, 10, 1, all_types=False) == (raw, books)
+
+
+def test_all_types_day_has_q_b_i_h_and_c_away(all_types_day: tuple[bytes, bytes]) -> None:
+    raw, books = all_types_day
+    assert gen.market_day_bytes(MESSAGES, SYMBOLS, SEED, all_types=True) == all_types_day
+    types = Counter(chr(body[0]) for body in frames(raw))
+    assert sum(types.values()) == MESSAGES
+    for kind in "QBIh" + BOOK_TYPES:
+        assert types[kind] > 0, f"no {kind} message"
+    # The reference rebuild (these types change no book) ends with the simulator's books.
+    ref, stocks, _ = rebuild(raw)
+    assert dict(ref.anomalies) == {}
+    assert ref.books_csv(stocks) == books
+    # Some C prints away from the resting price; match numbers still rise 1, 2, 3, ...
+    resting: dict[int, int] = {}
+    away = matches = 0
+    broken = []
+    for body in frames(raw):
+        kind = chr(body[0])
+        if kind in "AF":
+            resting[struct.unpack_from(">Q", body, 11)[0]] = struct.unpack_from(">I", body, 32)[0]
+        elif kind == "U":
+            old, new, _, price = struct.unpack_from(">QQII", body, 11)
+            resting[new] = price
+        elif kind == "C":
+            ref_, _, match = struct.unpack_from(">QIQ", body, 11)
+            away += struct.unpack_from(">I", body, 32)[0] != resting[ref_]
+        if kind in "ECPQ":
+            offset = {"E": 23, "C": 23, "P": 36, "Q": 31}[kind]
+            matches += 1
+            assert struct.unpack_from(">Q", body, offset)[0] == matches
+        elif kind == "B":
+            broken.append(struct.unpack_from(">Q", body, 11)[0])
+    assert away > 0
+    assert broken and all(1 <= m <= matches for m in broken)
+
+
+@pytest.mark.parametrize("twin", ["naive", "optimized"])
+def test_all_types_day_replays_to_the_books_csv(twin: str,
+                                                all_types_day: tuple[bytes, bytes]) -> None:
+    """Both twins' market replay (book mode) of the day rebuilds the simulator's books,
+    with no anomaly, and counts every message type."""
+    from naive.itch import decode
+
+    raw, books = all_types_day
+    market = importlib.import_module(f"{twin}.market").Market("book")
+    events, counts = decode(raw)
+    market.run(events)
+    assert market.books_csv() == books.decode()
+    assert not any(market.counts()["anomalies"].values())
+    assert {"Q", "B", "I", "h"} <= set(counts)
+
+
+def test_all_types_messages_csv_keeps_q_and_b(all_types_day: tuple[bytes, bytes]) -> None:
+    """The messages CSV carries a Q's shares (in order_ref, as EVENT_DTYPE does), price,
+    match number and cross type, and a B's match number."""
+    text = gen.messages_csv(all_types_day[0]).decode()
+    rows = [line.split(",") for line in text.splitlines()[1:]]
+    q = next(r for r in rows if r[0] == "Q")
+    assert int(q[4]) > 0 and int(q[8]) > 0 and int(q[9]) > 0 and q[10] in list("OCHI")
+    b = next(r for r in rows if r[0] == "B")
+    assert int(b[9]) > 0
+
+
+def test_cli_gen_market_all_types(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gen", "market", "--messages", "20000", "--symbols", "10", "--all-types",
+                 "--out", str(tmp_path)]) == 0
+    assert " Q=" in capsys.readouterr().out

@@ -400,9 +400,12 @@ def test_ctrl_c_stops_drains_and_reports(impl: str, big_flow: Path, tmp_path: Pa
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
-        while not fills.exists() and time.monotonic() < deadline:  # opened just before run
+        # the fills are written under a temporary name (twinmatch/atomic.py), created
+        # just before the run, renamed once it is over
+        part = tmp_path / f".f.csv.part-{proc.pid}"
+        while not part.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert fills.exists(), "the replay never started"
+        assert part.exists(), "the replay never started"
         time.sleep(0.5)  # well inside the run
         sent = time.monotonic()
         proc.send_signal(signal.SIGINT)

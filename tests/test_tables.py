@@ -6,7 +6,9 @@ Small generated days only: the naive twin spends a few hundred microseconds a me
 from __future__ import annotations
 
 import gzip
+import io
 import json
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -664,3 +666,289 @@ def test_symbol_column_by_locate_equals_the_general_coding() -> None:
     later = np.array([b"MSFT    ", b"AAPL    "], dtype="S8")  # locates 1 and 2 swap names
     got = _symbols(later, np.array([1, 2], dtype=np.uint16), cache).to_pylist()
     assert got == ["MSFT", "AAPL"]
+
+
+# ------------------------------------------------------------------ output files (issue 29)
+
+def _day_file(tmp_path: Path, day: bytes, name: str = "day.itch") -> Path:
+    src = tmp_path / name
+    src.write_bytes(day)
+    return src
+
+
+def test_tables_and_lobster_refuse_their_input_as_output(
+        tmp_path: Path, day: bytes, capsys: pytest.CaptureFixture[str]) -> None:
+    """A feed that sits where an output goes (out/bbo.csv) was replaced by the table."""
+    out = tmp_path / "out"
+    out.mkdir()
+    src = _day_file(out, day, "bbo.csv")
+    assert main(["tables", str(src), str(out), "--tables", "bbo", "--format", "csv"]) == 2
+    assert "is an input of this run" in capsys.readouterr().err
+    lob = _day_file(out, day, "AAPL_2019-01-30_34200000_57600000_message_3.csv")
+    assert main(["lobster", str(lob), str(out), "--symbols", "AAPL", "--levels", "3",
+                 "--date", "2019-01-30"]) == 2
+    assert "is an input of this run" in capsys.readouterr().err
+    assert src.read_bytes() == lob.read_bytes() == day
+    assert sorted(p.name for p in out.iterdir()) == sorted([src.name, lob.name])
+
+
+def test_tables_metadata_failure_leaves_nothing(tmp_path: Path, day: bytes,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """metadata.json was written after the tables were renamed into place: a failure
+    there left tables without their metadata. Now nothing is renamed until all is written."""
+    src = _day_file(tmp_path, day)
+    out = tmp_path / "out"
+
+    def full(self: Path, *args: Any, **kw: Any) -> int:
+        raise OSError(28, "No space left on device", str(self))
+
+    monkeypatch.setattr(Path, "write_text", full)
+    with pytest.raises(OSError, match="No space"):
+        convert(src, out, tables="bbo,trades", chunk=8192)
+    assert list(out.iterdir()) == []
+
+
+def test_lobster_commits_every_symbol_or_none(tmp_path: Path, day: bytes,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """lobster renamed symbol by symbol: a failure closing the second symbol's files
+    left the first committed. Now every pair is complete before the first is renamed."""
+    import builtins
+
+    import twinmatch.tables_cli as tc
+
+    src = _day_file(tmp_path, day)
+    names = sorted({bytes(s).decode().rstrip()
+                    for s in build("optimized", day)["symbols"]["symbol"]})[:2]
+    opened: list[Any] = []
+
+    class Failing(io.BufferedWriter):
+        """A file whose first close fails, as a flush to a full disk does."""
+
+        def close(self) -> None:
+            failing = not self.closed and self is opened[2]  # the 2nd symbol's messages
+            super().close()
+            if failing:
+                raise OSError(28, "No space left on device")
+
+    def fake_open(path: Path, mode: str = "r", *args: Any, **kw: Any) -> Any:
+        if mode != "wb":
+            return builtins.open(path, mode, *args, **kw)
+        opened.append(Failing(io.FileIO(path, "wb")))
+        return opened[-1]
+
+    monkeypatch.setattr(tc, "open", fake_open, raising=False)
+    out = tmp_path / "lob"
+    with pytest.raises(OSError, match="No space"):
+        lobster(src, out, symbols=",".join(names), levels=2, date="2019-01-30")
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["tables", "lobster"])
+def test_tables_on_a_full_disk(command: str, tmp_path: Path, day: bytes,
+                               capsys: pytest.CaptureFixture[str]) -> None:
+    from tests.fs_faults import full_disk, listing
+
+    src = _day_file(tmp_path, market_day_bytes(40_000, 3, 5)[0])
+    with full_disk(tmp_path / "disk", "32k") as disk:
+        extra = (["--format", "csv", "--tables", "messages,bbo,trades"] if command == "tables"
+                 else ["--symbols", ",".join(_names(src)), "--date", "2019-01-30"])
+        assert main([command, str(src), str(disk), *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "No space left on device" in err[0], err
+        assert listing(disk) == []
+
+
+def _names(src: Path) -> list[str]:
+    return sorted({bytes(s).decode().rstrip()
+                   for s in build("optimized", src.read_bytes())["symbols"]["symbol"]})
+
+
+def test_rerun_with_fewer_tables_removes_the_old_ones(tmp_path: Path, day: bytes,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """A second run writing fewer tables left the first run's beside the new metadata."""
+    src = _day_file(tmp_path, day)
+    out = tmp_path / "out"
+    assert main(["tables", str(src), str(out), "--tables", "bbo,trades,messages",
+                 "--format", "csv"]) == 0
+    assert main(["tables", str(src), str(out), "--tables", "bbo"]) == 0
+    assert "removed" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == ["bbo.parquet", "metadata.json"]
+    feed = _day_file(out, day, "trades.csv")  # an input is never removed, whatever its name
+    assert main(["tables", str(feed), str(out), "--tables", "bbo", "--format", "csv"]) == 0
+    assert feed.read_bytes() == day
+    assert sorted(p.name for p in out.iterdir()) == ["bbo.csv", "metadata.json", "trades.csv"]
+
+
+def _slow_tables(src: Path, out: Path) -> Any:
+    """`tables` on the naive twin (a few hundred microseconds a message): still running
+    when the signal comes, once its parts exist."""
+    from tests.fs_faults import parts, start, wait_for
+
+    proc = start("tables", str(src), str(out), "--impl", "naive", "--tables",
+                 "bbo,trades,messages", "--format", "csv")
+    wait_for(lambda: out.is_dir() and len(parts(out)) == 4, proc=proc)
+    return proc
+
+
+@pytest.fixture(scope="module")
+def big_day(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = tmp_path_factory.mktemp("big") / "day.itch"
+    src.write_bytes(market_day_bytes(400_000, 20, 3)[0])
+    return src
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_tables_stopped_by_a_signal_leaves_nothing(sig: int, tmp_path: Path,
+                                                   big_day: Path) -> None:
+    """SIGTERM did not run the cleanup at all (the parts stayed)."""
+    from tests.fs_faults import stop
+
+    out = tmp_path / "out"
+    rc, err = stop(_slow_tables(big_day, out), sig)
+    assert rc == 128 + sig, err
+    assert list(out.iterdir()) == []
+
+
+@pytest.mark.timeout(120)
+def test_parts_of_a_killed_run_are_removed_by_the_next(tmp_path: Path, big_day: Path,
+                                                       day: bytes) -> None:
+    """SIGKILL leaves .<name>.part-<pid> files (nothing runs); the next run into the same
+    directory (tables or lobster) removes those whose writer is gone, and only those."""
+    import fcntl
+
+    from tests.fs_faults import parts
+
+    out = tmp_path / "out"
+    proc = _slow_tables(big_day, out)
+    proc.kill()
+    proc.communicate(timeout=30)
+    left = parts(out)
+    assert len(left) == 4  # three tables and metadata.json
+    live = out / ".x.csv.part-1"  # a part whose writer still holds its lock: kept
+    live.write_bytes(b"")
+    with open(live, "rb") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        src = _day_file(tmp_path, day)
+        assert main(["lobster", str(src), str(out), "--symbols", _names(src)[0],
+                     "--date", "2019-01-30"]) == 0
+        assert parts(out) == [live.name]
+    assert main(["tables", str(src), str(out), "--tables", "bbo"]) == 0
+    assert parts(out) == []  # its lock is free now
+
+
+@pytest.mark.parametrize("impl", TWINS)
+@pytest.mark.parametrize("symbol", ["../../X", "A/B", "..", "aapl", "AB C", "A1"])
+def test_lobster_symbols_are_the_itch_alphabet(impl: str, symbol: str, tmp_path: Path,
+                                               day: bytes,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Symbols become file names: `--symbols ../../X` wrote outside the directory."""
+    deep = tmp_path / "a" / "b"
+    deep.mkdir(parents=True)
+    feed = _day_file(deep, day)
+    assert main(["lobster", str(feed), str(deep / "out"), "--symbols", symbol,
+                 "--impl", impl, "--date", "2019-01-30"]) == 2
+    assert "bad symbol" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["a", "b", "day.itch"]
+    assert main(["lobster", str(feed), str(deep / "out"), "--symbols", "BRK.A,ABR-A,AACBU=",
+                 "--impl", impl, "--date", "2019-01-30"]) == 0  # NASDAQ's suffixes pass
+
+
+# ------------------------------------------------------------------ content (issue 29)
+
+@pytest.mark.parametrize("impl", TWINS)
+def test_over_execution_keeps_its_print(impl: str) -> None:
+    """The book refuses an execution of more shares than rest (counted), but the exchange
+    printed it: the trade stays in `trades` (E at the resting price, printable C at its
+    own); a non-printable C stays out, as always."""
+    data = _feed(_directory(),
+                 AddOrder(1, 0, 3, 10, b"B", 100, AAPL, 1000),
+                 OrderExecuted(1, 0, 4, 10, 150, 7),
+                 OrderExecutedWithPrice(1, 0, 5, 10, 120, 8, b"Y", 990),
+                 OrderExecutedWithPrice(1, 0, 6, 10, 130, 9, b"N", 980),
+                 OrderExecuted(1, 0, 7, 10, 0, 10))  # no shares: no print
+    b = TWINS[impl](tables=TABLES)
+    b.feed(data)
+    t = b.take()
+    assert [chr(k) for k in t["trades"]["kind"]] == ["E", "C"]
+    assert t["trades"]["price"].tolist() == [1000, 990]
+    assert t["trades"]["shares"].tolist() == [150, 120]
+    assert t["trades"]["match_number"].tolist() == [7, 8]
+    assert t["trades"]["side"].tolist() == [ord("B")] * 2
+    assert len(t["messages"]["seq"]) == 1  # the book changed once (the add)
+    assert b.counters()["over_execution"] == 3
+
+
+def test_lobster_cross_sizes_read_back(tmp_path: Path) -> None:
+    """A cross (Q) of more shares than LOBSTER's size field holds made a row the reader
+    refuses (sizes are u32 both ways now): the row is skipped and counted."""
+    from naive.itch import CrossTrade
+
+    at = 34_200 * 10**9 + 5
+    data = _feed(_directory(), AddOrder(1, 0, at, 10, b"B", 100, AAPL, 1000),
+                 CrossTrade(1, 0, at + 1, 2**33, AAPL, 1000, 5, b"O"),
+                 CrossTrade(1, 0, at + 2, 2**32 - 1, AAPL, 1000, 6, b"C"))
+    src = tmp_path / "day.itch"
+    src.write_bytes(data)
+    got = {}
+    for impl in TWINS:
+        r = lobster(src, tmp_path / impl, symbols="AAPL", levels=1, impl=impl,
+                    date="2019-01-30")
+        assert r["skipped_rows"] == 1
+        messages = read_lobster(r["files"][0])
+        assert np.array_equal(messages, read_lobster_native(r["files"][0]))
+        assert messages["type"].tolist() == [1, 6] and messages["size"].tolist() == [
+            100, 2**32 - 1]
+        got[impl] = [Path(p).read_bytes() for p in r["files"]]
+    assert got["naive"] == got["optimized"]
+
+
+def test_nasdaq_short_file_names_give_the_date() -> None:
+    assert str(date_from_name("S013019-v50.txt.gz")) == "2019-01-30"
+    assert str(date_from_name("S081321-v50-bx.txt.gz")) == "2021-08-13"
+    assert date_from_name("S133019-v50.txt.gz") is None  # month 13
+
+
+def test_a_failed_commit_leaves_no_metadata_beside_a_mixed_set(
+        tmp_path: Path, day: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The renames are one system call each: if one fails half-way, some new tables sit
+    beside some old ones. metadata.json, removed first and renamed last, is then absent:
+    its presence marks a whole set."""
+    import os
+
+    src = _day_file(tmp_path, day)
+    out = tmp_path / "out"
+    convert(src, out, tables="bbo,trades", fmt="csv", chunk=8192)
+    real, calls = os.replace, []
+
+    def second_fails(a: Any, b: Any) -> None:
+        calls.append(b)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")
+        real(a, b)
+
+    monkeypatch.setattr(os, "replace", second_fails)
+    with pytest.raises(OSError, match="Input/output"):
+        convert(src, out, tables="bbo,trades", fmt="csv", chunk=8192)
+    monkeypatch.undo()
+    assert sorted(p.name for p in out.iterdir()) == ["bbo.csv", "trades.csv"]
+
+
+def test_tables_on_a_day_with_every_type() -> None:
+    """`gen market --all-types`: Q crosses, B breaks, I imbalances, h halts and C prints
+    away from the resting price. Both twins make the same rows, and the rows are there."""
+    raw, _ = market_day_bytes(8_000, 10, 4, all_types=True)
+    a = build("naive", raw, lobster=3, depth=3)
+    assert_same(a, build("optimized", raw, lobster=3, depth=3))
+    kinds = {chr(k) for k in a["trades"]["kind"]}
+    assert {"E", "C", "P", "Q", "B"} <= kinds
+    assert {chr(k) for k in a["halts"]["kind"]} == {"H", "h"}
+    assert len(a["noii"]["seq"]) > 0
+    m = a["messages"]
+    c = m["type"] == ord("C")
+    assert (m["exec_price"][c] != m["price"][c]).any()  # printed away from the book
+    t = a["trades"]
+    printed = {int(x) for x in t["match_number"][t["kind"] == ord("C")]}
+    want = {int(x) for x in m["match_number"][c & (m["printable"] == ord("Y"))]}
+    assert printed == want  # every printable C, at its own price
+    assert 6 in a["lobster"]["type"].tolist()  # the crosses in LOBSTER

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 # Only the standard library at module level: `twinmatch --help` and a bad argument
 # cost no numpy and no native module. Each command imports what it uses.
@@ -150,20 +151,24 @@ def _bad_argument(command: str, exc: Exception) -> int:
 
 def gen_market(args: argparse.Namespace) -> int:
     """A market-data day: ITCH the simulated exchange publishes, plus its final books."""
+    from twinmatch.atomic import OutputError
     from twinmatch.gen import FORMATS, GenArgumentError, write_market_day
 
     formats = list(FORMATS) if args.format == "all" else [args.format]
     try:
         result = write_market_day(args.out, args.messages, args.symbols, args.seed, formats,
-                                  args.name, args.gzip_level)
-    except GenArgumentError as exc:
+                                  args.name, args.gzip_level, args.all_types)
+    except (GenArgumentError, OutputError) as exc:
         return _bad_argument("gen market", exc)
+    except OSError as exc:  # a full disk, a failed write: nothing is left under a final name
+        return _feed_error("gen market", exc)
     _report("market", result)
     return 0
 
 
 def gen_flow(args: argparse.Namespace) -> int:
     """Order flow for a matching engine: CSV (one symbol) or ITCH (many symbols)."""
+    from twinmatch.atomic import OutputError
     from twinmatch.gen import GenArgumentError, write_csv_flow, write_itch_flow
 
     try:
@@ -171,20 +176,25 @@ def gen_flow(args: argparse.Namespace) -> int:
             result = write_csv_flow(args.out, args.orders, args.seed)
         else:
             result = write_itch_flow(args.out, args.orders, args.symbols, args.seed)
-    except GenArgumentError as exc:
+    except (GenArgumentError, OutputError) as exc:
         return _bad_argument("gen flow", exc)
+    except OSError as exc:
+        return _feed_error("gen flow", exc)
     _report("flow", result)
     return 0
 
 
 def gen_uniform(args: argparse.Namespace) -> int:
     """One symbol's uniform adds (ITCH): half buys then half sells, prices 10,000..90,000."""
+    from twinmatch.atomic import OutputError
     from twinmatch.gen import GenArgumentError, write_uniform_flow
 
     try:
         result = write_uniform_flow(args.out, args.orders, args.seed)
-    except GenArgumentError as exc:
+    except (GenArgumentError, OutputError) as exc:
         return _bad_argument("gen uniform", exc)
+    except OSError as exc:
+        return _feed_error("gen uniform", exc)
     _report("uniform", result)
     return 0
 
@@ -215,14 +225,21 @@ def _input_problem(path: Path, streams: bool = True) -> str | None:
     return None
 
 
-def _output_problem(path: Path | None) -> str | None:
-    """Why an output file (--fills, --books) cannot be written, or None."""
-    if path is None:
-        return None
-    if path.is_dir():
-        return f"{path}: is a directory (give a file name)"
-    if not path.parent.is_dir():
-        return f"{path}: no such directory {path.parent}"
+def _output_problem(feed: Path, *outputs: Path | None) -> str | None:
+    """Why the output files (--fills, --books) cannot be written, or None: a directory,
+    a missing directory, the feed itself (the same inode: writing would destroy it), or
+    one file named twice."""
+    from twinmatch.atomic import OutputError, Outputs
+
+    probe = Outputs("replay", [0 if str(feed) == "-" else feed])
+    named = [p for p in outputs if p is not None]
+    if len({os.path.abspath(p) for p in named}) < len(named):
+        return f"{named[0]}: --fills and --books name the same file"
+    for path in named:
+        try:
+            probe.check(path)
+        except OutputError as exc:
+            return str(exc)
     return None
 
 
@@ -241,8 +258,7 @@ def replay_cmd(args: argparse.Namespace) -> int:
     if len(args.file) > 1 or args.workers is not None or args.cluster is not None:
         return replay_many_cmd(args)
     args.file = args.file[0]
-    problem = _input_problem(args.file) or _output_problem(args.fills) \
-        or _output_problem(args.books)
+    problem = _input_problem(args.file) or _output_problem(args.file, args.fills, args.books)
     if problem:
         return _bad_argument("replay", ValueError(problem))
     try:
@@ -257,14 +273,18 @@ def _replay(args: argparse.Namespace) -> int:
     if args.pipeline:
         from contract.pipeline import PipelineInterrupted
         from twinmatch import pipeline_replay
+        from twinmatch.atomic import Outputs
 
         code = 0
-        try:
-            report = pipeline_replay.replay_pipeline(args.file, args.impl, args.mode,
-                                                     args.fills, policy=args.policy,
-                                                     logger_delay_ns=args.logger_delay_ns)
-        except PipelineInterrupted as e:  # Ctrl-C: stopped, drained; report what was done
-            report, code = e.report, 130
+        with Outputs("replay", [args.file]) as outputs:  # the fills: whole, or nothing
+            part = None if args.fills is None else outputs.add(args.fills)
+            try:
+                report = pipeline_replay.replay_pipeline(args.file, args.impl, args.mode,
+                                                         part, policy=args.policy,
+                                                         logger_delay_ns=args.logger_delay_ns)
+            except PipelineInterrupted as e:  # Ctrl-C or SIGTERM: stopped and drained;
+                report, code = e.report, 130  # the fills are exactly those of the prefix
+            outputs.commit()                  # the report names (consumed): kept
         print(json.dumps(report, indent=2) if args.json else pipeline_replay.format_report(report),
               end="\n" if args.json else "", flush=True)
         return code
@@ -737,6 +757,9 @@ def _add_core_parsers(sub: Any) -> None:
     m.add_argument("--format", choices=[*GEN_FORMATS, "all"], default="itch")
     m.add_argument("--gzip-level", type=int, default=1, choices=range(1, 10), metavar="1-9",
                    help="1 (default) is fast; 6 is gzip's default, ~4x slower, ~10%% smaller")
+    m.add_argument("--all-types", action="store_true",
+                   help="also Q crosses, B breaks, I imbalances, h halts and C prints away "
+                        "from the resting price (no book changes; off: the day as before)")
     m.set_defaults(func=gen_market)
     f = gen_sub.add_parser("flow", help="incoming orders for a matching engine")
     f.add_argument("--orders", type=int, default=1_000_000)
@@ -815,6 +838,11 @@ def _add_tables_parsers(sub: Any) -> None:
     lob.set_defaults(func=lobster_cmd)
 
 
+# The commands that write files by the rule of twinmatch/atomic.py: SIGTERM stops them
+# as Ctrl-C does, so that what they made is removed.
+WRITERS: Final = ("demo", "gen", "replay", "compare", "tables", "lobster")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     # numpy's BLAS starts a pool of threads that spin for a while, waiting for work no
@@ -824,4 +852,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     args = build_parser(argv[0] if argv else None).parse_args(argv)
     func: Callable[[argparse.Namespace], int] = args.func
-    return func(args)
+    if args.command not in WRITERS:
+        return func(args)
+    from twinmatch.atomic import Interrupted, handle_signals
+
+    try:
+        with handle_signals() if threading_main() else contextlib.nullcontext():
+            return func(args)
+    except Interrupted as exc:  # the command's cleanup has run: its parts are removed
+        print(f"twinmatch {args.command}: interrupted by {exc}; the files it had not "
+              f"committed are removed", file=sys.stderr)
+        return 128 + exc.signum
+
+
+def threading_main() -> bool:
+    """Signal handlers can be set in the main thread only (a test may call main elsewhere)."""
+    import threading
+
+    return threading.current_thread() is threading.main_thread()

@@ -42,6 +42,7 @@ import numpy as np
 
 from contract.dtypes import OP_CANCEL, OP_LIMIT, OP_MARKET
 from optimized import _native
+from twinmatch.atomic import Outputs, write_file
 from twinmatch.flow import FlowShape, order_flow
 
 FORMATS: Final = ("itch", "gz", "pcap", "csv")
@@ -140,17 +141,19 @@ class GenResult:
 # --8<-- [start:chunks]
 def simulate(
     messages: int, symbols: int = 500, seed: int = 1, flow: bool = False,
-    chunk_bytes: int = CHUNK_BYTES,
+    chunk_bytes: int = CHUNK_BYTES, all_types: bool = False,
 ) -> tuple[_native.GenSimulator, Iterator[bytes]]:
     """The simulator and an iterator over the day as chunks of whole framed messages.
 
     ``messages`` is the exact number of messages in the day (S R H included). After the
     iterator is exhausted, ``sim.books_csv()`` gives the final books and ``sim.counts()``
-    the messages by type.
+    the messages by type. ``all_types`` (market mode): also Q, B, I and h messages and C
+    prints away from the resting price (none changes a book; off, the day is unchanged).
     """
     messages, symbols, seed = check_day(messages, symbols, seed)
     chunk_bytes = check_int("chunk_bytes", chunk_bytes, 1, MAX_CHUNK_BYTES)
-    sim = _native.GenSimulator(seed=seed, messages=messages, symbols=symbols, flow=flow)
+    sim = _native.GenSimulator(seed=seed, messages=messages, symbols=symbols, flow=flow,
+                               all_types=bool(all_types))
 
     def chunks() -> Iterator[bytes]:
         while chunk := sim.next_chunk(chunk_bytes):
@@ -161,10 +164,11 @@ def simulate(
 
 
 def market_day_bytes(
-    messages: int, symbols: int = 500, seed: int = 1, flow: bool = False
+    messages: int, symbols: int = 500, seed: int = 1, flow: bool = False,
+    all_types: bool = False,
 ) -> tuple[bytes, bytes]:
     """A whole day in memory: (framed ITCH, books CSV). For tests and small days."""
-    sim, chunks = simulate(messages, symbols, seed, flow)
+    sim, chunks = simulate(messages, symbols, seed, flow, all_types=all_types)
     raw = b"".join(chunks)
     return raw, sim.books_csv()
 
@@ -317,10 +321,12 @@ def write_market_day(
     formats: Sequence[str] = ("itch",),
     name: str = "day",
     gzip_level: int = 1,
+    all_types: bool = False,
 ) -> GenResult:
-    """Write a market-data day in each format, plus ``<name>.books.csv`` (final books)."""
+    """Write a market-data day in each format, plus ``<name>.books.csv`` (final books).
+    ``all_types``: also Q, B, I, h and C away from the resting price (see simulate)."""
     return _write_day(Path(out_dir), name, messages, symbols, seed, formats, gzip_level,
-                      flow=False)
+                      flow=False, all_types=all_types)
 # --8<-- [end:write_day]
 
 
@@ -338,11 +344,8 @@ def write_itch_flow(
     orders = check_int("orders", orders, 0, MAX_MESSAGES - least)
     messages = orders + least
     name = path.name.removesuffix(".itch")
-    result = _write_day(path.parent, name, messages, symbols, seed, ("itch",), 6, flow=True)
-    if path.suffix != ".itch":  # the caller chose a name without .itch: honour it
-        result.paths[0].replace(path)
-        result.paths[0] = path
-    return result
+    return _write_day(path.parent, name, messages, symbols, seed, ("itch",), 6, flow=True,
+                      feed=path)
 
 
 def _close_all(sinks: Sequence[Sink]) -> None:
@@ -359,8 +362,13 @@ def _close_all(sinks: Sequence[Sink]) -> None:
 
 def _write_day(
     out_dir: Path, name: str, messages: int, symbols: int, seed: int,
-    formats: Sequence[str], gzip_level: int, flow: bool,
+    formats: Sequence[str], gzip_level: int, flow: bool, feed: Path | None = None,
+    all_types: bool = False,
 ) -> GenResult:
+    """The day in each format and its books CSV, all or nothing (twinmatch/atomic.py):
+    each file is written under a temporary name and renamed into place once every one
+    is complete; a failure (a full disk) or a signal removes them. ``feed``: the one
+    ITCH file's name, if not ``<name>.itch``."""
     start = time.perf_counter()
     messages, symbols, seed = check_day(messages, symbols, seed)
     gzip_level = check_int("gzip_level", gzip_level, 1, 9)
@@ -371,18 +379,26 @@ def _write_day(
     if unknown:
         raise ValueError(f"unknown format {unknown[0]!r}; expected one of {', '.join(FORMATS)}")
     out_dir.mkdir(parents=True, exist_ok=True)
-    sim, chunks = simulate(messages, symbols, seed, flow)
-    sinks = [make_sink(f, out_dir / (name + SUFFIX[f]), gzip_level) for f in dict.fromkeys(formats)]
-    try:
-        for chunk in chunks:
-            for sink in sinks:
-                sink.write(chunk)
-    finally:
-        _close_all(sinks)
+    finals = {f: out_dir / (name + SUFFIX[f]) for f in dict.fromkeys(formats)}
+    if feed is not None:
+        finals = {"itch": feed}
     books = out_dir / (name + BOOKS_SUFFIX)
-    books.write_bytes(sim.books_csv())
+    sim, chunks = simulate(messages, symbols, seed, flow, all_types=all_types)
+    with Outputs("gen") as outputs:
+        sinks: list[Sink] = []
+        try:
+            for fmt, final in finals.items():
+                sinks.append(make_sink(fmt, outputs.add(final), gzip_level))
+            books_part = outputs.add(books)
+            for chunk in chunks:
+                for sink in sinks:
+                    sink.write(chunk)
+        finally:
+            _close_all(sinks)
+        books_part.write_bytes(sim.books_csv())
+        outputs.commit()
     result = GenResult(
-        paths=[s.path for s in sinks] + [books],
+        paths=[*finals.values(), books],
         messages=int(sim.emitted),
         counts={str(k): int(v) for k, v in sim.counts().items()},
         live_orders=int(sim.live_orders),
@@ -424,7 +440,7 @@ def write_csv_flow(path: str | Path, orders: int, seed: int = 1) -> GenResult:
     orders = check_int("orders", orders, 0, MAX_CSV_ORDERS)
     path.parent.mkdir(parents=True, exist_ok=True)
     ops = csv_flow_ops(orders, seed)
-    path.write_text(csv_flow_text(ops))
+    write_file(path, csv_flow_text(ops).encode())
     counts = {"limit": int((ops["op"] == OP_LIMIT).sum()),
               "market": int((ops["op"] == OP_MARKET).sum()),
               "cancel": int((ops["op"] == OP_CANCEL).sum())}
@@ -488,7 +504,7 @@ def write_uniform_flow(path: str | Path, orders: int = 1_000_000, seed: int = 1)
     start = time.perf_counter()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(uniform_flow_bytes(orders, seed))
+    write_file(path, uniform_flow_bytes(orders, seed))
     return GenResult(paths=[path], messages=orders + 3,
                      counts={"S": 2, "R": 1, "A": orders},
                      seconds=time.perf_counter() - start)

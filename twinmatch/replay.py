@@ -4,7 +4,8 @@
 layers over :func:`replay`. What is timed is the whole run, end to end: reading the file,
 decoding it with the chosen twin's decoder, and the chosen twin's market
 (``naive.market`` / ``optimized.market``); writing the fills/books files is included
-when asked for. The optimized twin reads an ITCH file in one pass (``Market.run_file``:
+when asked for (their fsync and rename into place, after the clock stops, are not).
+The optimized twin reads an ITCH file in one pass (``Market.run_file``:
 the C++ decoder's per-message decode applied to the market message by message, with no
 events array in between); every other twin and format decodes a batch, then applies it.
 
@@ -46,6 +47,7 @@ from contract.dtypes import (
 )
 from contract.feed_text import show_bytes  # the one text rule (C++: native/feed_text.hpp)
 from contract.itch_files import CAPTURE_MAGICS, GZIP_MAGIC, opened, peek, read_full, regular_size
+from twinmatch.atomic import Outputs
 
 IMPLS: Final = ("naive", "optimized")
 MODES: Final = ("book", "match")
@@ -354,10 +356,18 @@ def replay(
     first bytes are looked at without being lost.
     """
     path = Path(path)
-    with opened(path) as raw:
-        head, stream = peek(raw, SNIFF_BYTES)
-        return _replay(path, stream, head, impl, mode, fills_path, books_path, keep_fills,
-                       progress)
+    # The fills and books are written under temporary names and renamed into place only
+    # when the whole replay succeeded (twinmatch/atomic.py); an output that is the feed
+    # itself (the same inode) is refused before anything is opened.
+    with Outputs("replay", [0 if str(path) == "-" else path]) as outputs:
+        fills_part = None if fills_path is None else outputs.add(Path(fills_path))
+        books_part = None if books_path is None else outputs.add(Path(books_path))
+        with opened(path) as raw:
+            head, stream = peek(raw, SNIFF_BYTES)
+            result = _replay(path, stream, head, impl, mode, fills_part, books_part,
+                             keep_fills, progress)
+        outputs.commit()
+    return result
 
 
 def _replay(

@@ -39,6 +39,7 @@ from contract.pcap_files import decode_stream
 from contract.tables import (
     DEFAULT_DEPTH,
     PRICE_SCALE,
+    TABLES,
     check_depth,
     check_symbols,
     check_tables,
@@ -49,6 +50,7 @@ from contract.tables import (
     symbol_text,
     tail_error,
 )
+from twinmatch.atomic import Outputs, remove_stale_parts
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -63,6 +65,7 @@ FIRST_CHUNK: Final = 1 << 20
 HASH_THREAD_FROM: Final = 256 << 20  # file bytes from which the SHA-256 has a thread
 MAX_RECORD: Final = 2 + 0xFFFF  # the longest framed record: its length prefix and body
 TOOL: Final = "twinmatch 0.1.0"
+U32_MAX: Final = 2**32 - 1
 
 
 class HashingReader(io.RawIOBase):
@@ -404,18 +407,25 @@ class Queued:
 
 
 class Writers(Queued):
-    """One output file per table, written under a temporary name; commit() renames them
-    all into place, abort() removes them."""
+    """One output file per table and metadata.json, each written under a temporary name
+    (twinmatch/atomic.py); commit() renames them all into place, abort() removes them."""
 
     def __init__(self, out: Path, tables: Sequence[str], fmt: str, depth: int,
-                 offset_ns: int | None) -> None:
+                 offset_ns: int | None, source: Path) -> None:
         self.out, self.fmt, self.depth, self.offset_ns = out, fmt, depth, offset_ns
+        self.outputs = Outputs("tables", [source])
         self.final = {t: out / f"{t}.{fmt}" for t in tables}
-        self.temp = {t: out / f".{t}.{fmt}.part-{os.getpid()}" for t in tables}
+        self.meta_path = out / "metadata.json"
         self.writers: dict[str, Any] = {}
         self.rows = dict.fromkeys(tables, 0)
         self.symbols = SymbolNames()
-        super().__init__()
+        try:  # a failure (or a signal) from here on removes the parts made so far
+            self.temp = {t: self.outputs.add(self.final[t]) for t in tables}
+            self.meta_temp = self.outputs.add(self.meta_path)
+            super().__init__()
+        except BaseException:
+            self.outputs.abort()
+            raise
 
     def write_now(self, batches: dict[str, dict[str, np.ndarray]]) -> None:
         for table, batch in batches.items():
@@ -446,13 +456,18 @@ class Writers(Queued):
             # says nothing a filter can use); fewer statistics, less writing.
             names = set(schema.names)
             rising = {c: "DELTA_BINARY_PACKED" for c in RISING if c in names}
-            return pq.ParquetWriter(self.temp[table], schema, compression="zstd",
+            return pq.ParquetWriter(str(self.temp[table]), schema, compression="zstd",
                                     use_dictionary=text, column_encoding=rising,
                                     write_statistics=[c for c in FILTER_KEYS if c in names])
         import pyarrow.csv as pcsv
-        return pcsv.CSVWriter(self.temp[table], _decoded(schema.empty_table()).schema)
+        return pcsv.CSVWriter(str(self.temp[table]), _decoded(schema.empty_table()).schema)
 
+    # --8<-- [start:commit]
     def commit(self, meta: dict[str, str]) -> None:
+        """Every file complete first (tables closed, metadata written); then, all at
+        once: the old metadata.json and every table file this run does not write (an
+        older run's, which would sit beside the new metadata) removed, the tables renamed
+        into place, metadata.json last. metadata.json is there only beside a whole set."""
         self.finish()
         for table, w in self.writers.items():
             if self.fmt == "parquet":
@@ -460,12 +475,13 @@ class Writers(Queued):
                                                  "twinmatch.rows": str(self.rows[table])})
             w.close()
         self.writers.clear()
-        for table in self.final:
-            os.replace(self.temp[table], self.final[table])
-        meta_path = self.out / "metadata.json"
-        tmp = self.out / f".metadata.json.part-{os.getpid()}"
-        tmp.write_text(json.dumps(meta | {"rows": json.dumps(self.rows)}, indent=1) + "\n")
-        os.replace(tmp, meta_path)
+        self.meta_temp.write_text(json.dumps(meta | {"rows": json.dumps(self.rows)},
+                                             indent=1) + "\n")
+        stale = [self.meta_path] + [self.out / f"{t}.{fmt}" for t in TABLES
+                                    for fmt in ("parquet", "csv")]
+        self.outputs.commit(remove=[p for p in stale if p not in self.final.values()],
+                            last=self.meta_path)
+    # --8<-- [end:commit]
 
     def abort(self) -> None:
         self.stop()
@@ -474,8 +490,7 @@ class Writers(Queued):
                 w.close()
             except Exception:  # noqa: BLE001 - cleaning up after the real error
                 pass
-        for path in self.temp.values():
-            path.unlink(missing_ok=True)
+        self.outputs.abort()
 
 
 def _decoded(t: pa.Table) -> pa.Table:
@@ -541,8 +556,9 @@ def convert(source: Path, out: Path, *, impl: str = "optimized",
     if "depth" in names and depth > DEFAULT_DEPTH:  # a depth row grows with N: so a batch
         chunk = max(chunk * DEFAULT_DEPTH // depth, 1 << 16)  # holds about as many bytes
     offset = None if day is None else session_offset_ns(day)
-    writers = Writers(out, names, fmt, depth, offset)
+    writers: Writers | None = None
     try:
+        writers = Writers(out, names, fmt, depth, offset, source)
         counters, sha = stream_tables(source, impl, names, symbols, depth, chunk,
                                       writers.write, progress)
         writers.finish()
@@ -551,9 +567,12 @@ def convert(source: Path, out: Path, *, impl: str = "optimized",
         meta = metadata(source, sha, day, names, wanted, depth, impl, counters)
         writers.commit(meta)
     except BaseException:
-        writers.abort()
+        if writers is not None:
+            writers.abort()
         raise
-    return {"metadata": meta, "rows": writers.rows}
+    assert writers is not None
+    return {"metadata": meta, "rows": writers.rows,
+            "removed": [p.name for p in writers.outputs.removed]}
 
 
 def _empty(table: str, depth: int) -> dict[str, np.ndarray]:
@@ -572,6 +591,8 @@ def tables_cmd(args: argparse.Namespace) -> int:
         return 2
     for table, n in result["rows"].items():
         print(f"{table}: {n:,} rows -> {args.out / f'{table}.{args.format}'}")
+    for name in result["removed"]:
+        print(f"removed {args.out / name} (an earlier run's table, not written by this one)")
     return 0
 
 
@@ -590,12 +611,16 @@ def lobster_time(ns: np.ndarray) -> np.ndarray:
 
 class LobsterFiles(Queued):
     """The message and orderbook CSV pair per symbol, LOBSTER's names, written under a
-    temporary name and renamed by commit()."""
+    temporary name (twinmatch/atomic.py) and renamed, every symbol's together, by
+    commit(). A cross (Q) of more shares than LOBSTER's size field holds (2^32-1, the
+    width its reader takes) makes no row; ``skipped`` counts such rows."""
 
-    def __init__(self, out: Path, day: dt.date, levels: int) -> None:
+    def __init__(self, out: Path, day: dt.date, levels: int, source: Path) -> None:
         self.out, self.day, self.levels = out, day, levels
+        self.outputs = Outputs("lobster", [source])
         self.files: dict[str, tuple[IO[bytes], IO[bytes], Path, Path]] = {}
         self.rows: dict[str, int] = {}
+        self.skipped = 0
         super().__init__()
 
     def names(self, symbol: str) -> tuple[Path, Path]:
@@ -606,8 +631,7 @@ class LobsterFiles(Queued):
     def _open(self, symbol: str) -> tuple[IO[bytes], IO[bytes], Path, Path]:
         if symbol not in self.files:
             msg, book = self.names(symbol)
-            tmp_msg = msg.with_name(f".{msg.name}.part-{os.getpid()}")
-            tmp_book = book.with_name(f".{book.name}.part-{os.getpid()}")
+            tmp_msg, tmp_book = self.outputs.add(msg), self.outputs.add(book)
             self.files[symbol] = (open(tmp_msg, "wb"), open(tmp_book, "wb"), tmp_msg, tmp_book)
             self.rows[symbol] = 0
         return self.files[symbol]
@@ -616,6 +640,10 @@ class LobsterFiles(Queued):
         import pyarrow as pa
         import pyarrow.csv as pcsv
         batch = batches["lobster"]
+        fits = batch["size"] <= U32_MAX  # LOBSTER's size, as its reader reads it
+        if not fits.all():
+            self.skipped += int((~fits).sum())
+            batch = {name: values[fits] for name, values in batch.items()}
         if len(batch["seq"]) == 0:
             return
         plain = pcsv.WriteOptions(include_header=False, quoting_style="none")
@@ -637,20 +665,20 @@ class LobsterFiles(Queued):
         self.finish()
         for symbol in symbols:  # a symbol with no row in the session still gets its pair
             self._open(symbol)
-        for symbol, (msg_f, book_f, tmp_msg, tmp_book) in self.files.items():
+        for msg_f, book_f, _, _ in self.files.values():
             msg_f.close()
             book_f.close()
-            msg, book = self.names(symbol)
-            os.replace(tmp_msg, msg)
-            os.replace(tmp_book, book)
+        self.outputs.commit()  # every pair complete before the first is renamed
 
     def abort(self) -> None:
         self.stop()
-        for msg_f, book_f, tmp_msg, tmp_book in self.files.values():
-            msg_f.close()
-            book_f.close()
-            tmp_msg.unlink(missing_ok=True)
-            tmp_book.unlink(missing_ok=True)
+        for msg_f, book_f, _, _ in self.files.values():
+            for f in (msg_f, book_f):
+                try:
+                    f.close()
+                except OSError:  # cleaning up after the real error
+                    pass
+        self.outputs.abort()
 
 
 def lobster(source: Path, out: Path, *, symbols: Sequence[str] | str, levels: int = 10,
@@ -670,16 +698,24 @@ def lobster(source: Path, out: Path, *, symbols: Sequence[str] | str, levels: in
         raise FileNotFoundError(f"no such file: {source}")
     chunk = batch_bytes(source.stat().st_size) if chunk is None else check_chunk_size(chunk)
     out.mkdir(parents=True, exist_ok=True)
-    files = LobsterFiles(out, day, levels)
+    remove_stale_parts(out)  # what a killed run left (its lock is free)
     names = [s.decode("ascii").rstrip() for s in wanted]
+    files: LobsterFiles | None = None
     try:
+        files = LobsterFiles(out, day, levels, source)
+        for name in names:  # refused before anything is read: an output that is the input
+            for path in files.names(name):
+                files.outputs.check(path)
         counters, sha = stream_tables(source, impl, ("symbols",), symbols, 1, chunk,
                                       files.write, progress, lobster=levels)
         files.commit(names)
     except BaseException:
-        files.abort()
+        if files is not None:
+            files.abort()
         raise
+    assert files is not None
     return {"rows": files.rows, "counters": counters, "source_sha256": sha,
+            "skipped_rows": files.skipped,
             "files": [str(p) for s in names for p in files.names(s)]}
 
 
@@ -692,4 +728,7 @@ def lobster_cmd(args: argparse.Namespace) -> int:
         return 2
     for path in result["files"]:
         print(path)
+    if result["skipped_rows"]:
+        print(f"twinmatch lobster: {result['skipped_rows']:,} cross rows (Q) skipped: more "
+              f"shares than LOBSTER's size field holds (at most {U32_MAX:,})", file=sys.stderr)
     return 0

@@ -116,6 +116,10 @@ struct Config {
     std::uint64_t messages = 1'000'000;  // exact number of messages in the file
     std::uint32_t symbols = 500;
     bool flow = false;                   // order-flow mode (see the top of this file)
+    // Market mode: also the messages that change no book (Q crosses, B breaks, I
+    // imbalances, h operational halts) and C prints away from the resting price. Off by
+    // default: a day without them is byte for byte what it was before they existed.
+    bool all_types = false;
 };
 
 // --8<-- [start:structures]
@@ -364,11 +368,62 @@ private:
         put64(p + 23, ++match_);
         if (with_price) {
             // Printable N: the shares print later in a bulk trade. The execution price is
-            // the resting price here; it never changes the book either way.
+            // the resting price, or (all_types) a few ticks either side of it: a C's price
+            // is its print's, and never moves the resting order.
             p[31] = rng_.chance(200'000) ? 'N' : 'Y';
-            put32(p + 32, o.price);
+            put32(p + 32, cfg_.all_types ? away(o) : o.price);
         }
     }
+
+    // A print price 1-3 ticks above or below the resting order's, within the symbol's
+    // range (it may land on the resting price itself at the range's edge).
+    std::uint32_t away(const Order& o) {
+        const std::int64_t tick = syms_[o.sym].tick;
+        const std::int64_t steps = 1 + static_cast<std::int64_t>(rng_.below(3));
+        const std::int64_t price = o.price + (rng_.below(2) ? steps : -steps) * tick;
+        return static_cast<std::uint32_t>(std::clamp<std::int64_t>(
+            price, syms_[o.sym].floor, syms_[o.sym].cap));
+    }
+
+    // --8<-- [start:no_book]
+    // all_types: one of the messages that change no book (about 2 events in 100). Q: a
+    // cross printed in bulk (8-byte shares); B: a break of an earlier print's match
+    // number; I: an auction imbalance around the last price; h: an operational halt on
+    // one market centre, and its resumption.
+    void no_book_event(std::uint16_t sym) {
+        Symbol& s = syms_[sym];
+        const std::uint64_t kind = rng_.below(4);
+        if (kind == 0) {
+            std::uint8_t* p = begin_sym('Q', sym, 40);
+            put64(p + 11, 100ull * (1 + rng_.below(100'000)));
+            std::memcpy(p + 19, s.name, 8);
+            put32(p + 27, s.last);
+            put64(p + 31, ++match_);
+            p[39] = "OCHI"[rng_.below(4)];  // opening, closing, halt/IPO, intraday
+        } else if (kind == 1 && match_ > 0) {
+            put64(begin_sym('B', sym, 19) + 11, 1 + rng_.below(match_));
+        } else if (kind <= 2) {
+            std::uint8_t* p = begin_sym('I', sym, 50);
+            put64(p + 11, 100ull * rng_.below(50'000));   // paired
+            put64(p + 19, 100ull * rng_.below(5'000));    // imbalance
+            p[27] = "BSNO"[rng_.below(4)];
+            std::memcpy(p + 28, s.name, 8);
+            const std::uint32_t near = s.last, far = s.last + s.tick * (1 + rng_.below(5));
+            put32(p + 36, far);
+            put32(p + 40, near);
+            put32(p + 44, s.last);
+            p[48] = "OCH"[rng_.below(3)];
+            p[49] = ' ';
+        } else {
+            for (const char action : {'H', 'T'}) {  // halted, then trading again
+                std::uint8_t* p = begin_sym('h', sym, 21);
+                std::memcpy(p + 11, s.name, 8);
+                p[19] = "QBX"[rng_.below(3)];  // Nasdaq, BX, PSX
+                p[20] = static_cast<std::uint8_t>(action);
+            }
+        }
+    }
+    // --8<-- [end:no_book]
 
     // ---- the books ---------------------------------------------------------------------
 
@@ -563,6 +618,10 @@ private:
     // --8<-- [start:market_event]
     void market_event(std::uint16_t sym, bool room) {
         Symbol& s = syms_[sym];
+        if (cfg_.all_types && room && rng_.chance(20'000)) {
+            no_book_event(sym);
+            return;
+        }
         // Per 1,000 events: cancels (D + X) outnumber executions about 20:1.
         const std::uint64_t r = rng_.below(1000);
         Op op = r < 454 ? Op::Add : r < 834 ? Op::Delete : r < 879 ? Op::Cancel
@@ -900,6 +959,11 @@ inline void messages_csv(const std::uint8_t* data, std::size_t n, std::string& s
             case 'D': L = {19, 11, 0, 0, 0, 0, 0, 0, 0, 0}; break;
             case 'U': L = {35, 11, 19, 0, 27, 31, 0, 0, 0, 0}; break;
             case 'P': L = {44, 11, 0, 19, 20, 32, 36, 0, 24, 0}; break;
+            // Q's 8-byte shares go in order_ref, its cross type in printable (EVENT_DTYPE)
+            case 'Q': L = {40, 11, 0, 0, 0, 27, 31, 39, 19, 0}; break;
+            case 'B': L = {19, 0, 0, 0, 0, 0, 11, 0, 0, 0}; break;
+            case 'I': L = {50, 0, 0, 0, 0, 0, 0, 0, 28, 0}; break;
+            case 'h': L = {21, 0, 0, 0, 0, 0, 0, 0, 11, 0}; break;
             default: L = {11, 0, 0, 0, 0, 0, 0, 0, 0, 0}; break;  // header fields only
         }
         if (len < L.size)

@@ -33,10 +33,11 @@ void register_gen(nb::module_& m) {
         .def(
             "__init__",
             [](Simulator* self, std::uint64_t seed, std::uint64_t messages, std::uint32_t symbols,
-               bool flow) {
-                new (self) Simulator(Config{seed, messages, symbols, flow});
+               bool flow, bool all_types) {
+                new (self) Simulator(Config{seed, messages, symbols, flow, all_types});
             },
-            nb::arg("seed"), nb::arg("messages"), nb::arg("symbols"), nb::arg("flow"))
+            nb::arg("seed"), nb::arg("messages"), nb::arg("symbols"), nb::arg("flow"),
+            nb::arg("all_types") = false)
         .def(
             "next_chunk",
             [](Simulator& self, std::size_t min_bytes) {
