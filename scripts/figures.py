@@ -444,6 +444,7 @@ def target_numbers(results: list[dict[str, Any]]) -> dict[str, str]:
                                          else target_ratio(r["ratio"], r.get("bound", 0.0)))
             if r.get("kind") != "value":
                 out[f"target-{r['key']}-iqr"] = f"{fmt_ratio(r['q1'])}–{fmt_ratio(r['q3'])}"
+                out[f"target-{r['key']}-cpu"] = targets.cpu_text(r) or "CPU time not kept"
             out[f"target-{r['key']}-status"] = {"pass": "met", "FAIL": "NOT met"}.get(
                 r["status"], r["status"])
     return out
