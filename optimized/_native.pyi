@@ -1611,6 +1611,7 @@ class EntryServerCore:
         idle_timeout_ms: int,
         login_timeout_ms: int,
         max_sessions: int,
+        prelogin_max: int,
         out_limit: int,
         fixed_clock: bool,
         sndbuf: int,

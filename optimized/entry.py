@@ -22,13 +22,14 @@ class Server:
 
     def __init__(self, config: EntryConfig | None = None, port: int = 0,
                  itch_out: str | Path | None = None) -> None:
-        cfg = (config or EntryConfig()).check()
+        cfg = (config or EntryConfig()).check().resolved()   # this run's session id
         self.config = cfg
+        self.session = cfg.session
         self._core = EntryServerCore(
             [u.upper() for u in cfg.users], [p.upper() for p in cfg.users.values()],
             list(cfg.symbols), cfg.session, cfg.heartbeat_ms, cfg.idle_timeout_ms,
-            cfg.login_timeout_ms, cfg.max_sessions, cfg.out_limit, cfg.clock == "fixed",
-            cfg.sndbuf, port, str(itch_out) if itch_out else "")
+            cfg.login_timeout_ms, cfg.max_sessions, cfg.prelogin_max, cfg.out_limit,
+            cfg.clock == "fixed", cfg.sndbuf, port, str(itch_out) if itch_out else "")
         self.port: int = self._core.port
         self._thread: threading.Thread | None = None
 
