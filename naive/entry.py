@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+import numpy as np
+
 from contract import ouch
 from contract import soupbin as sb
 from contract.soupbin import STAT_KEYS, EntryConfig
@@ -470,6 +472,8 @@ class _Session:
         now = time.monotonic()
         self.last_in = self.last_out = self.progress = now
         self.deadline = now + self.ex.config.login_timeout_ms / 1000
+        self.read_ns = -1                    # the read whose answers wait to go out
+        self.read_mark = 0                   # the log entry where those answers start
 
     def write(self, data: bytes) -> None:
         assert self.writer is not None
@@ -496,6 +500,10 @@ class _Session:
             end = min(len(log), self.sent + 256)
             self.write(b"".join(log[self.sent:end]))
             self.sent = end
+            if self.read_ns >= 0 and self.sent > self.read_mark:   # the first answer
+                if len(self.server.timing_ns) < 1 << 20:     # the first 2**20, as C++
+                    self.server.timing_ns.append(time.perf_counter_ns() - self.read_ns)
+                self.read_ns = -1
 
     async def run(self) -> None:
         if self not in self.server.sessions:
@@ -512,6 +520,9 @@ class _Session:
                         raise _Closed("eof_mid_packet")
                     raise _Closed(None)      # a plain close: what is owed still goes
                 self.last_in = time.monotonic()
+                read_ns = time.perf_counter_ns()     # the server's share starts here
+                user = self.user
+                mark = -1 if user is None else len(self.ex.users[user].log)
                 try:
                     packets = self.framer.feed(data)
                 except sb.FrameError as exc:
@@ -519,7 +530,13 @@ class _Session:
                     # order among them trades), then the connection is closed.
                     self.on_packets(exc.packets)
                     raise _Closed("bad_length" if exc.length == 0 else "too_long") from None
+                if user is not None and self.read_ns < 0:
+                    # mark before the answers: flush_log (in on_packets) times the first
+                    self.read_ns, self.read_mark = read_ns, mark
                 self.on_packets(packets)
+                if (self.read_ns == read_ns and user is not None
+                        and len(self.ex.users[user].log) <= mark):
+                    self.read_ns = -1        # this read brought no answer to time
         except _Closed as closed:
             if closed.reason:
                 self.ex.stats[closed.reason] += 1
@@ -658,6 +675,7 @@ class Server:
         self.prelogin: dict[_Session, None] = {}
         self.closing = False
         self._reserve = -1                    # a spare descriptor for EMFILE (_shed)
+        self.timing_ns: list[int] = []        # server-side read-to-write times, timings()
         self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -668,6 +686,12 @@ class Server:
 
     def stats(self) -> dict[str, int]:
         return dict(self.exchange.stats)
+
+    def timings(self) -> np.ndarray:
+        """Server-side read-to-write times (ns), one per read that brought a logged-in
+        session's requests: from the read to handing asyncio the first answer (it sends
+        at once when nothing waits). Call it after stop()."""
+        return np.asarray(self.timing_ns, dtype=np.int64)
 
     def write_market_data(self) -> None:
         """What the exchange published since the last call, to the feed file if any."""
@@ -859,8 +883,8 @@ class Server:
 
     def stop(self, timeout: float = 5.0) -> None:
         """End the session (System Event E, then Z) and join the thread, within timeout."""
-        if self._loop is None or self._thread is None:
-            return
+        if self._loop is None or self._thread is None or not self._thread.is_alive():
+            return                   # never started, or already stopped
         stop = self._stop
         assert stop is not None
         self._loop.call_soon_threadsafe(stop.set)

@@ -708,6 +708,8 @@ struct Session {
     std::uint64_t taken = 0, taken_seen = 0; // bytes the kernel took; at the last check
     std::int64_t last_in = 0, last_out = 0, deadline = 0, idle_ms = 0, progress = 0;
     std::uint64_t serial = 0;                // accept order: the oldest pre-login goes first
+    std::int64_t read_ns = -1;               // the read whose answers wait to go out, or -1
+    std::uint64_t read_mark = 0;             // where in the log those answers start
     bool closing = false;                    // close once ctrl is written (after a J)
     bool want_out = false;                   // EPOLLOUT asked for (the kernel was full)
 };
@@ -716,6 +718,12 @@ struct Session {
 static_assert(sizeof(Session::in) >= 2 * (2 + kMaxPacket));
 static_assert(sizeof(Session::ctrl) >= 33 + 3 + 3);
 // --8<-- [end:session]
+
+inline std::int64_t now_ns() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
 
 inline std::int64_t now_ms() {
     timespec t;
@@ -760,6 +768,7 @@ public:
         sessions_.resize(cfg.max_sessions + cfg.prelogin_max);
         for (auto& s : sessions_) s = std::make_unique<Session>();
         reserve_fd_ = open_reserve();
+        timings_.reserve(kTimings);   // address space only until written
         by_user_.assign(cfg.users.size(), -1);
     }
     ~Server() {
@@ -772,6 +781,10 @@ public:
     }
     std::uint16_t port() const { return port_; }
     std::uint64_t stat(int k) const { return ex_.stats[k].load(std::memory_order_relaxed); }
+    // Server-side read-to-write times (ns): from the read that brought a request to the
+    // send that handed the kernel its first answer, one per read (the first kTimings).
+    // Read them after run() has returned.
+    const std::vector<std::int64_t>& timings() const { return timings_; }
     void stop() {   // any thread: run() ends within one epoll wait
         stop_.store(true, std::memory_order_release);
         const std::uint64_t one = 1;
@@ -925,6 +938,11 @@ private:
             }
             s.have += std::size_t(r);
             s.last_in = now_ms();
+            // The server's share of a request's latency starts here: the time of the read
+            // that brought it, kept with where its answers start in the log (timings()).
+            const std::int64_t read_ns = now_ns();
+            const bool was_in = s.user >= 0;
+            const std::uint64_t mark = was_in ? ex_.log(std::uint32_t(s.user)).bytes.size() : 0;
             std::size_t at = 0;
             while (s.have - at >= 2) {
                 const std::size_t len = get16(s.in + at);
@@ -937,6 +955,10 @@ private:
             }
             std::memmove(s.in, s.in + at, s.have - at);   // at most one partial packet
             s.have -= at;
+            if (was_in && s.read_ns < 0 && ex_.log(std::uint32_t(s.user)).bytes.size() > mark) {
+                s.read_ns = read_ns;   // one read at a time: a later one waits its turn
+                s.read_mark = mark;
+            }
         }
         if (s.fd >= 0 && (pending(s) || s.closing)) flush(s, tag);
     }
@@ -1062,6 +1084,11 @@ private:
                 s.sent += std::uint64_t(w);
                 s.taken += std::uint64_t(w);
                 s.last_out = now_ms();
+                if (s.read_ns >= 0 && s.sent > s.read_mark) {   // the first answer is out
+                    if (timings_.size() < timings_.capacity())
+                        timings_.push_back(now_ns() - s.read_ns);
+                    s.read_ns = -1;
+                }
             }
         }
         if (s.want_out) { want_out(s, tag, false); s.want_out = false; }
@@ -1158,6 +1185,8 @@ private:
     std::int64_t paused_until_ = 0;          // accepting paused (no reserve) until then
     std::uint64_t serial_ = 0;               // connections accepted, for their order
     std::size_t logged_in_ = 0;
+    static constexpr std::size_t kTimings = 1 << 20;
+    std::vector<std::int64_t> timings_;      // reserved at start: no allocation per sample
 };
 
 }  // namespace twinmatch::entry

@@ -77,6 +77,8 @@ void register_entry(nb::module_& m) {
         .def("run", &Server::run, nb::call_guard<nb::gil_scoped_release>(),
              "The event loop, until stop() (GIL released)")
         .def("stop", &Server::stop, "Ask run() to end (any thread)")
+        .def("timings", [](const Server& s) { return s.timings(); },
+             "Server-side read-to-write times in ns, one per read (after run() returned)")
         .def("stats", [](const Server& s) {
             std::vector<std::uint64_t> out;
             for (int k = 0; k < kStats; ++k) out.push_back(s.stat(k));

@@ -1626,6 +1626,9 @@ class EntryServerCore:
     def stop(self) -> None:
         """Ask run() to end (any thread)"""
 
+    def timings(self) -> list[int]:
+        """Server-side read-to-write times in ns, one per read (after run() returned)"""
+
     def stats(self) -> list[int]: ...
 
 def run_load_native(

@@ -11,6 +11,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import numpy as np
+
 from contract.soupbin import STAT_KEYS, EntryConfig
 from optimized._native import EntryServerCore
 
@@ -35,6 +37,12 @@ class Server:
 
     def stats(self) -> dict[str, int]:
         return dict(zip(STAT_KEYS, self._core.stats(), strict=True))
+
+    def timings(self) -> np.ndarray:
+        """Server-side read-to-write times (ns), one per read that brought a logged-in
+        session's requests: from the read to the send that handed the kernel the first
+        answer. Call it after stop()."""
+        return np.asarray(self._core.timings(), dtype=np.int64)
 
     def start(self) -> int:
         self._thread = threading.Thread(target=self._core.run, name="optimized-entry",

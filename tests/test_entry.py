@@ -16,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pytest
 
 from contract import ouch
@@ -1125,3 +1126,20 @@ def test_descriptor_exhaustion_sheds_without_spinning(impl: str) -> None:
         stats = server.stop(2)
     assert server.proc.returncode == 0
     assert stats["descriptors_exhausted"] >= 3 and stats["logins"] == 1, stats
+
+
+def test_server_side_timings(run: Any) -> None:
+    """One read-to-write time per read that brought a logged-in session's request: here
+    one order at a time, so one per order; a heartbeat brings no answer and no time."""
+    r = run()
+    c = r.client()
+    c.login()
+    c.packet()
+    for urn in range(1, 6):
+        c.send(enter(urn, b"B", 1, 1_000_000))
+        assert c.packet()[1:2] == b"A"
+    c.send(sb.frame(sb.CLIENT_HEARTBEAT))
+    wait_stat(r, "packets_in", 7)
+    r.stop()
+    t = r.server.timings()
+    assert t.dtype == np.int64 and len(t) == 5 and (t > 0).all(), t

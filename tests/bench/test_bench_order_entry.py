@@ -47,6 +47,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -88,11 +89,11 @@ INCLUDES = {
 class Served:
     """One server process and the next unused load users (each run logs in fresh ones)."""
 
-    def __init__(self, impl: str) -> None:
+    def __init__(self, impl: str, *extra: str) -> None:
         self.impl = impl
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "twinmatch", "serve", "--impl", impl, "--load-users",
-             str(USERS)], stdout=subprocess.PIPE, text=True)
+             str(USERS), *extra], stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if "127.0.0.1:" not in line:
@@ -210,17 +211,31 @@ def test_latency_native(benchmark: Any, servers: dict[str, Served], impl: str,
     which is what open loop is for. The naive server skips the rates it cannot reach."""
     if impl == "naive" and rate > 10_000:
         pytest.skip("the naive server saturates far below this rate (see saturation)")
-    s = servers[impl]
+    import tempfile
+
+    import numpy as np
+
     results: list[LoadResult] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        timings = Path(tmp) / "server.npy"
+        s = Served(impl, "--timings-out", str(timings))   # its own: only this run's reads
+        try:
+            def run() -> None:
+                results.append(run_load(s.port, sessions=SESSIONS, first_user=1,
+                                        timeout=120, requests=NATIVE_REQUESTS, mode="open",
+                                        rate=rate, client="native"))
 
-    def run() -> None:
-        first = next(s._users)
-        results.append(run_load(s.port, sessions=SESSIONS, first_user=first, timeout=120,
-                                requests=NATIVE_REQUESTS, mode="open", rate=rate,
-                                client="native"))
-
-    benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
+            benchmark.pedantic(run, rounds=1, iterations=1, warmup_rounds=0)
+        finally:
+            s.close()
+        server_ns = np.load(timings)
     summary = {**results[-1].summary(), "stall_ms": 0, "client": "native", "rate": rate}
+    # The server's share, from its own clock: read of a request to the send of its first
+    # answer (one per read). The rest of the client's number is the client and the kernel.
+    for name, q in (("p50", 50.0), ("p99", 99.0), ("p99.9", 99.9)):
+        summary[f"server_{name}_us"] = (round(float(np.percentile(server_ns, q)) / 1000, 1)
+                                        if len(server_ns) else None)
+    summary["server_samples"] = int(len(server_ns))
     benchmark.extra_info.update({"ops": NATIVE_REQUESTS, "includes": INCLUDES["latency_native"],
                                  "workload": f"latency-native-open-{rate:.0f}",
                                  "latency_native": summary})
