@@ -758,33 +758,6 @@ class Server:
                 return               # anything else: try again on the next turn
             self._admit(conn)
 
-    def _shed(self, listener: socket.socket) -> None:
-        """No descriptor is left to accept with (EMFILE/ENFILE), and the listening socket
-        stays readable: a loop that only retried would spin. Give back the reserve
-        descriptor, accept the waiting connection and close it at once (the client sees
-        a close, not a hang), and take the reserve again. Without a reserve, stop
-        accepting for 100 ms."""
-        self.exchange.stats["descriptors_exhausted"] += 1
-        if self._reserve >= 0:
-            os.close(self._reserve)
-            self._reserve = -1
-            try:
-                listener.accept()[0].close()
-            except OSError:
-                pass
-            self._reserve = _open_reserve()
-        if self._reserve < 0:
-            assert self._loop is not None
-            self._loop.remove_reader(listener)
-            self._loop.call_later(0.1, self._listen, listener)
-
-    def _listen(self, listener: socket.socket) -> None:
-        if self._reserve < 0:
-            self._reserve = _open_reserve()
-        if not self.closing:
-            assert self._loop is not None
-            self._loop.add_reader(listener, self._accept, listener)
-
     def _admit(self, conn: socket.socket) -> None:
         """A new connection joins the pre-login pool; when the pool is full, its oldest
         member is closed to make room. Logged-in sessions are never touched."""
@@ -808,6 +781,35 @@ class Server:
         self._tasks.add(task)                 # a reference, so it is not collected
         task.add_done_callback(self._tasks.discard)
     # --8<-- [end:accept]
+
+    # --8<-- [start:shed]
+    def _shed(self, listener: socket.socket) -> None:
+        """No descriptor is left to accept with (EMFILE/ENFILE), and the listening
+        socket stays readable: a loop that only retried would spin. Give back the
+        reserve descriptor, accept the waiting connection and close it at once (the
+        client sees a close, not a hang), and take the reserve again. Without a
+        reserve, stop accepting for 100 ms."""
+        self.exchange.stats["descriptors_exhausted"] += 1
+        if self._reserve >= 0:
+            os.close(self._reserve)
+            self._reserve = -1
+            try:
+                listener.accept()[0].close()
+            except OSError:
+                pass
+            self._reserve = _open_reserve()
+        if self._reserve < 0:
+            assert self._loop is not None
+            self._loop.remove_reader(listener)
+            self._loop.call_later(0.1, self._listen, listener)
+    # --8<-- [end:shed]
+
+    def _listen(self, listener: socket.socket) -> None:
+        if self._reserve < 0:
+            self._reserve = _open_reserve()
+        if not self.closing:
+            assert self._loop is not None
+            self._loop.add_reader(listener, self._accept, listener)
 
     async def _run(self, session: _Session) -> None:
         try:

@@ -796,7 +796,7 @@ public:
     void run() {
         epoll_event evs[64];
         while (!stop_.load(std::memory_order_acquire)) {
-            const int n = ::epoll_wait(ep_, evs, 64, 20);   // 20 ms: the timers' tick
+            const int n = ::epoll_wait(ep_, evs, 64, 20);   // at most 20 ms a turn
             for (int k = 0; k < n; ++k) {
                 const std::uint64_t tag = evs[k].data.u64;
                 if (tag == kListen) { accept_all(); continue; }
@@ -835,19 +835,21 @@ private:
     // the pre-login pool; when that is full, its oldest member is closed to make room.
     void accept_all() {
         for (int k = 0; k < 16; ++k) {
-            const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            const int fd =
+                ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
             if (fd < 0) {
                 if (errno == EMFILE || errno == ENFILE) shed();
                 return;   // EAGAIN: no more waiting (or a transient error: next turn)
             }
             ex_.bump(Connections);
-            std::size_t slot = sessions_.size(), prelogin = 0, oldest = sessions_.size();
+            const std::size_t none = sessions_.size();
+            std::size_t slot = none, prelogin = 0, oldest = none;
             for (std::size_t i = 0; i < sessions_.size(); ++i) {
                 const Session& o = *sessions_[i];
                 if (o.fd < 0) { slot = std::min(slot, i); continue; }
                 if (o.user >= 0) continue;
                 ++prelogin;
-                if (oldest == sessions_.size() || o.serial < sessions_[oldest]->serial) oldest = i;
+                if (oldest == none || o.serial < sessions_[oldest]->serial) oldest = i;
             }
             if (prelogin >= cfg_.prelogin_max) {   // full: the oldest one goes
                 drop(*sessions_[oldest], PreloginEvicted);
@@ -855,7 +857,8 @@ private:
             }
             int one = 1;
             ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            if (cfg_.sndbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &cfg_.sndbuf, sizeof cfg_.sndbuf);
+            const int snd = cfg_.sndbuf;
+            if (snd > 0) ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof snd);
             Session& s = *sessions_[slot];
             const std::int64_t now = now_ms();
             s = Session{};
@@ -868,6 +871,9 @@ private:
         }
     }
 
+    // --8<-- [end:accept]
+
+    // --8<-- [start:shed]
     // No descriptor left to accept with (EMFILE/ENFILE), and the listening socket stays
     // readable: a loop that only retried would spin at 100% CPU. Give back the reserve
     // descriptor, accept the waiting connection and close it at once (the client sees a
@@ -887,6 +893,7 @@ private:
             paused_until_ = now_ms() + 100;
         }
     }
+    // --8<-- [end:shed]
     void resume_accepting(std::int64_t now) {
         if (paused_until_ == 0 || now < paused_until_) return;
         if (reserve_fd_ < 0) reserve_fd_ = open_reserve();
@@ -897,7 +904,6 @@ private:
         ::epoll_ctl(ep_, EPOLL_CTL_MOD, listen_fd_, &e);
     }
     static int open_reserve() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
-    // --8<-- [end:accept]
 
     void drop(Session& s, int reason) {
         if (reason >= 0) ex_.bump(Stat(reason));
@@ -919,7 +925,10 @@ private:
         }
     }
 
-    // --8<-- [start:read]
+    std::uint64_t log_end(const Session& s) const {
+        return ex_.log(std::uint32_t(s.user)).bytes.size();
+    }
+    // --8<-- [start:turn]
     // One recv (at most 8 KiB) per session per turn of the loop: a session that sends
     // without pause is served in turns with everyone else (epoll reports it again next
     // turn, level-triggered), never read until it is empty while the others wait.
@@ -938,35 +947,36 @@ private:
             }
             s.have += std::size_t(r);
             s.last_in = now_ms();
-            // The server's share of a request's latency starts here: the time of the read
-            // that brought it, kept with where its answers start in the log (timings()).
+            // The server's share of a request's latency starts here, at its read; the
+            // log's end now is where its answers will start (timings()).
             const std::int64_t read_ns = now_ns();
             const bool was_in = s.user >= 0;
-            const std::uint64_t mark = was_in ? ex_.log(std::uint32_t(s.user)).bytes.size() : 0;
+            const std::uint64_t mark = was_in ? log_end(s) : 0;
             std::size_t at = 0;
             while (s.have - at >= 2) {
                 const std::size_t len = get16(s.in + at);
                 if (len == 0) return drop(s, BadLength);
                 if (len > kMaxPacket) return drop(s, TooLong);
-                if (s.have - at < 2 + len) break;   // a partial packet: wait for the rest
+                if (s.have - at < 2 + len) break;   // a partial packet: the rest later
                 ex_.bump(PacketsIn);
                 if (!on_packet(s, s.in + at + 2, len)) return;
                 at += 2 + len;
             }
             std::memmove(s.in, s.in + at, s.have - at);   // at most one partial packet
             s.have -= at;
-            if (was_in && s.read_ns < 0 && ex_.log(std::uint32_t(s.user)).bytes.size() > mark) {
+            if (was_in && s.read_ns < 0 && log_end(s) > mark) {
                 s.read_ns = read_ns;   // one read at a time: a later one waits its turn
                 s.read_mark = mark;
             }
         }
         if (s.fd >= 0 && (pending(s) || s.closing)) flush(s, tag);
     }
+    // --8<-- [end:turn]
 
     // False when the session was closed.
     bool on_packet(Session& s, const std::uint8_t* p, std::size_t n) {
         const char kind = char(p[0]);
-        if (kind == '+') { ex_.bump(DebugIn); return true; }   // ignored, before login too (§1.2)
+        if (kind == '+') { ex_.bump(DebugIn); return true; }   // ignored, always (§1.2)
         if (s.user < 0) {
             if (s.closing) return true;   // after a Login Rejected: nothing more is read
             if (kind != 'L') return drop(s, BeforeLogin), false;
@@ -984,7 +994,6 @@ private:
             default: return drop(s, UnknownPacket), false;
         }
     }
-    // --8<-- [end:read]
 
     static std::string field(const std::uint8_t* p, std::size_t n) {   // stripped, upper
         std::size_t b = 0, e = n;
