@@ -1644,9 +1644,17 @@ def run_load_native(
     timeout: float,
     first_user: int,
     pace: bool,
-) -> tuple[int, int, float, int, int, Annotated[NDArray[numpy.int64], dict(shape=(None,))]]:
+) -> tuple[
+    int,
+    int,
+    float,
+    int,
+    int,
+    Annotated[NDArray[numpy.int64], dict(shape=(None,))],
+    Annotated[NDArray[numpy.int64], dict(shape=(None,))],
+]:
     """
     Chapter 12's load client in C++ (native/load.hpp), GIL released.
 
-    Returns (sent, acks, seconds, unanswered, late_sends, latencies_ns).
+    Returns (sent, acks, seconds, unanswered, late_sends, latencies_ns, send_delays_ns).
     """
