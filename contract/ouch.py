@@ -70,9 +70,14 @@ SIDES: Final = b"BSTE"
 TIME_IN_FORCE: Final = b"0356E"             # Day, IOC, GTX, GTT, After hours
 TIF_IOC: Final = ord("3")
 DISPLAYS: Final = b"YNA"
+CAPACITIES: Final = b"APRO"                 # agency, principal, riskless, other
+TIF_GTT: Final = ord("6")                   # good till time: needs an ExpireTime option
+TAG_EXPIRE_TIME: Final = 15                 # ExpireTime: u32 seconds to live, 1..86399
+EXPIRE_TIME_MAX_EXCLUSIVE: Final = 86_400
 OPEN_TIME_NS: Final = 34_200_000_000_000    # 09:30:00, the fixed clock's start
 
-__all__ = [name for name in dir() if name.isupper()] + ["appendage_ok", "message_length_ok"]
+__all__ = [name for name in dir() if name.isupper()] + [
+    "appendage_ok", "clordid_ok", "expire_time_ok", "message_length_ok"]
 
 
 def appendage_ok(tail: bytes) -> bool:
@@ -96,3 +101,24 @@ def message_length_ok(msg: bytes) -> bool:
         return False
     app_len = int.from_bytes(msg[fixed - 2:fixed], "big")
     return fixed + app_len == len(msg) and appendage_ok(msg[fixed:])
+
+
+def expire_time_ok(tail: bytes) -> bool:
+    """Does a (well-formed) Optional Appendage carry an ExpireTime the spec allows: tag
+    15 with a 4-byte value in 1..86399 (0 means "none", spec §2.5)? Time-in-Force 6
+    (GTT) requires one; an order without it is rejected."""
+    i = 0
+    while i < len(tail):
+        n = tail[i]
+        if n == 5 and tail[i + 1] == TAG_EXPIRE_TIME:
+            if 0 < int.from_bytes(tail[i + 2:i + 6], "big") < EXPIRE_TIME_MAX_EXCLUSIVE:
+                return True
+        i += 1 + n
+    return False
+
+
+def clordid_ok(clordid: bytes) -> bool:
+    """ClOrdID is "alphanumeric plus spaces, non-binary" (spec §2.1): this server takes
+    printable ASCII (0x20..0x7E) and refuses the rest, so no control byte is echoed back
+    (taking punctuation too is a project choice)."""
+    return all(0x20 <= b <= 0x7E for b in clordid)

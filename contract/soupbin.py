@@ -12,7 +12,10 @@ configuration (:class:`EntryConfig`), the names of the counters in its stats
 
 from __future__ import annotations
 
+import dataclasses
+import resource
 import struct
+import time
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,8 +23,8 @@ from typing import Final
 
 __all__ = [
     "DEFAULT_SYMBOLS", "DEFAULT_USERS", "LOGIN_410_LENGTH", "LOGIN_LENGTH", "MAX_PACKET",
-    "STAT_KEYS", "EntryConfig", "FrameError", "Framer", "frame", "login_accepted",
-    "login_rejected", "login_request", "parse_login",
+    "STAT_KEYS", "EntryConfig", "FrameError", "Framer", "descriptors_needed", "frame",
+    "login_accepted", "login_rejected", "login_request", "new_session_id", "parse_login",
 ]
 
 # --8<-- [start:packet_types]
@@ -72,7 +75,7 @@ STAT_KEYS: Final = (
     "login_timeout",          # no Login Request in time
     "idle_timeout",           # a logged-in client silent for too long
     "eof_mid_packet",         # the client closed in the middle of a packet
-    "too_many_connections",   # over max_sessions: accepted and closed at once
+    "too_many_connections",   # accepted and closed at once while the server stops
     "slow_consumer",          # its unsent output went over out_limit (it does not read)
     # OUCH messages that were dropped, not answered (the stream stays in step)
     "unknown_message",        # an OUCH type this server does not know or take
@@ -82,6 +85,10 @@ STAT_KEYS: Final = (
     # the exchange's own ITCH 5.0 feed (MarketData)
     "market_data_out",        # ITCH messages published (with --itch-out; without it, none is made)
     "market_data_errors",     # writes of the feed file that failed (it stops being written)
+    # added with issue 30 (at the end: the order above is kept)
+    "prelogin_evicted",       # the oldest not-yet-logged-in connection, closed for a new one
+    "descriptors_exhausted",  # accept() found no free descriptor (EMFILE/ENFILE): shed
+    "debug_in",               # Debug (+) packets received and ignored
 )
 # --8<-- [end:stat_keys]
 
@@ -100,11 +107,14 @@ class EntryConfig:
 
     users: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_USERS))
     symbols: tuple[str, ...] = DEFAULT_SYMBOLS
-    session: str = "1"
+    session: str = ""                 # "": a new session id every run (new_session_id)
     heartbeat_ms: int = 1000          # send H after 1 s with nothing sent (spec §1.4)
     idle_timeout_ms: int = 15000      # drop a client silent for "typically 15 s" (spec §1.4)
-    login_timeout_ms: int = 30000     # the Login Request within "typically 30 s" (spec §1.4)
-    max_sessions: int = 64
+    # The Login Request within 5 s: the spec's "typically 30 s" is an upper bound the
+    # server "may" enforce; a short one frees the pre-login pool sooner (a project choice).
+    login_timeout_ms: int = 5000
+    max_sessions: int = 64            # logged-in sessions at once
+    prelogin_max: int = 16            # connections not logged in yet, their own pool
     out_limit: int = 1 << 20          # unsent bytes the naive twin hands asyncio at once
     sndbuf: int = 0                   # SO_SNDBUF of each connection (0: the kernel's)
     clock: str = "wall"
@@ -121,24 +131,42 @@ class EntryConfig:
         for s in self.symbols:
             if not 0 < len(s) <= 8 or not s.isascii() or " " in s:
                 raise ValueError(f"symbols: {s!r}: 1..8 ASCII, no spaces")
-        if not 0 < len(self.session) <= 10 or not self.session.isascii():
-            raise ValueError("session: 1..10 ASCII")
+        if len(self.session) > 10 or not (self.session.isascii() and
+                                          (self.session.isalnum() or not self.session)):
+            raise ValueError("session: 0..10 ASCII letters and digits (0: new every run)")
         for name in ("heartbeat_ms", "idle_timeout_ms", "login_timeout_ms"):
             if not 10 <= getattr(self, name) <= 3_600_000:
                 raise ValueError(f"{name}: 10..3600000")
         if not 1 <= self.max_sessions <= 1024:
             raise ValueError("max_sessions: 1..1024")
+        if not 1 <= self.prelogin_max <= 1024:
+            raise ValueError("prelogin_max: 1..1024")
         if not 4096 <= self.out_limit <= 1 << 30:
             raise ValueError("out_limit: 4096..2**30")
         if not 0 <= self.sndbuf <= 1 << 26:
             raise ValueError("sndbuf: 0..2**26")
         if self.clock not in ("wall", "fixed"):
             raise ValueError("clock: 'wall' or 'fixed'")
+        need, soft = descriptors_needed(self), resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        if soft != resource.RLIM_INFINITY and need > soft:
+            raise ValueError(
+                f"max_sessions {self.max_sessions} + prelogin_max {self.prelogin_max} need "
+                f"{need} file descriptors, but RLIMIT_NOFILE is {soft}: raise it "
+                f"(ulimit -n {need}) or lower them")
         return self
+
+    def resolved(self) -> EntryConfig:
+        """This configuration with its session id fixed: ``session`` if given, else a
+        new one (:func:`new_session_id`). Each server resolves it once, at start."""
+        if self.session:
+            return self
+        return dataclasses.replace(self, session=new_session_id())
 
     @property
     def session_bytes(self) -> bytes:
         """The 10-byte Session of Login Accepted: left-padded with spaces (spec §1.2)."""
+        if not self.session:
+            raise ValueError("session: not resolved yet (EntryConfig.resolved())")
         return self.session.encode().rjust(10)
 
     @classmethod
@@ -158,6 +186,34 @@ class EntryConfig:
         return cfg.check()
 
 
+# Descriptors a server holds besides its connections: the listening socket, epoll and
+# its wake-up eventfd (C++), the reserve descriptor, the ITCH file, stdio, and room for
+# what the Python process itself keeps open (a project choice, generous on purpose).
+DESCRIPTOR_HEADROOM: Final = 32
+
+
+def descriptors_needed(cfg: EntryConfig) -> int:
+    """File descriptors a server with this configuration may hold at once."""
+    return cfg.max_sessions + cfg.prelogin_max + DESCRIPTOR_HEADROOM
+
+
+_BASE36: Final = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def new_session_id(unix_ms: int | None = None) -> str:
+    """A session id no earlier run of this server used: the wall clock in milliseconds
+    since 1970, in base 36 (8 letters and digits until the year 2059). A restarted server
+    therefore never answers a login for its previous run's session: that client gets
+    Login Rejected S. (It relies on the wall clock never going back between two runs.)"""
+    ms = time.time_ns() // 1_000_000 if unix_ms is None else unix_ms
+    out = ""
+    while True:
+        ms, digit = divmod(ms, 36)
+        out = _BASE36[digit] + out
+        if ms == 0:
+            return out[-10:]
+
+
 # --8<-- [start:frame]
 def frame(ptype: bytes, payload: bytes = b"") -> bytes:
     """One logical packet: u16 BE Packet Length (= 1 + len(payload)), type, payload."""
@@ -165,12 +221,14 @@ def frame(ptype: bytes, payload: bytes = b"") -> bytes:
 
 
 class FrameError(ValueError):
-    """A Packet Length no packet may have: 0, or over the limit."""
+    """A Packet Length no packet may have: 0, or over the limit. ``packets``: the whole
+    packets that came before it in the same feed, which the caller still handles."""
 
-    def __init__(self, length: int, offset: int) -> None:
+    def __init__(self, length: int, offset: int, packets: list[bytes] | None = None) -> None:
         super().__init__(f"bad SoupBinTCP Packet Length {length} at stream offset {offset}")
         self.length = length
         self.offset = offset
+        self.packets = packets or []
 
 
 class Framer:
@@ -184,13 +242,14 @@ class Framer:
     def feed(self, data: bytes) -> list[bytes]:
         """Add bytes; return every packet now complete (type byte + payload, no length)."""
         self._buf += data
-        buf, at, packets = self._buf, 0, []
+        buf, at = self._buf, 0
+        packets: list[bytes] = []
         while len(buf) - at >= 2:
             length = int.from_bytes(buf[at:at + 2], "big")
             if length == 0 or length > self.max_packet:
-                del buf[:at]        # what came before was whole packets, delivered
+                del buf[:at]        # what came before: whole packets, handed over
                 self._consumed += at
-                raise FrameError(length, self._consumed)
+                raise FrameError(length, self._consumed, packets)
             if len(buf) - at < 2 + length:
                 break               # a partial packet: wait for the rest
             packets.append(bytes(buf[at + 2:at + 2 + length]))
@@ -228,8 +287,17 @@ class Login:
 
 
 def _decimal(raw: bytes) -> int | None:
+    """ASCII digits with spaces either side (bytes.isdigit is ASCII only); the 20-digit
+    field holds up to 10**20 - 1, past the end of any log (the servers treat a number
+    past the end as the next new message, so both read every such number the same)."""
     text = raw.strip(b" ")
     return int(text) if text and text.isdigit() else None
+
+
+def _fold(raw: bytes) -> str:
+    """A username or password: spaces stripped, a-z folded to A-Z and nothing else
+    (bytes.upper is ASCII only: str.upper would turn "\xdf" (sharp s) into "SS")."""
+    return raw.strip(b" ").upper().decode("latin-1")
 
 
 def parse_login(packet: bytes) -> Login:
@@ -240,9 +308,8 @@ def parse_login(packet: bytes) -> Login:
     spaces stripped on both sides, so either justification is accepted.
     """
     hb = _decimal(packet[47:52]) if len(packet) == LOGIN_410_LENGTH else None
-    return Login(packet[1:7].decode("latin-1").strip(" ").upper(),
-                 packet[7:17].decode("latin-1").strip(" ").upper(),
-                 packet[17:27], _decimal(packet[27:47]), hb or 0)
+    return Login(_fold(packet[1:7]), _fold(packet[7:17]), packet[17:27],
+                 _decimal(packet[27:47]), hb or 0)
 
 
 def login_accepted(session: bytes, next_seq: int) -> bytes:

@@ -23,6 +23,8 @@ same words as ``native/entry.hpp``.
 from __future__ import annotations
 
 import asyncio
+import errno
+import os
 import socket
 import threading
 import time
@@ -30,6 +32,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
+
+import numpy as np
 
 from contract import ouch
 from contract import soupbin as sb
@@ -164,7 +168,7 @@ class Exchange:
     def __init__(self, config: EntryConfig, publish: bool = False) -> None:
         """``publish``: make the ITCH feed (MarketData); the server asks for it only when
         it has somewhere to write it (``--itch-out``)."""
-        self.config = config.check()
+        self.config = config.check().resolved()   # the session id of this run
         self.user_ids = {name.upper(): i for i, name in enumerate(config.users)}
         self.passwords = [pw.upper() for pw in config.users.values()]
         self.users = [_User() for _ in config.users]
@@ -228,8 +232,11 @@ class Exchange:
 
     # --8<-- [start:enter]
     def _enter_problem(self, side: bytes, qty: int, symbol: bytes, price: int, tif: bytes,
-                       display: bytes, ise: bytes, cross: bytes) -> int:
-        """The Rejected reason for a bad Enter Order, or 0 (checked in this order)."""
+                       display: bytes, capacity: bytes, ise: bytes, cross: bytes,
+                       clordid: bytes, appendage: bytes) -> int:
+        """The Rejected reason for a bad Enter Order, or 0 (checked in this order).
+        Where the spec has no code for the problem, the reason is Other (0x0F): marked
+        "no code", a project choice."""
         if side not in (b"B", b"S", b"T", b"E"):
             return ouch.REJECT_INVALID_SIDE
         if not 0 < qty < ouch.MAX_QUANTITY_EXCLUSIVE:
@@ -239,13 +246,19 @@ class Exchange:
         if price == 0 or (price > ouch.PRICE_MAX and price not in _MARKET):
             return ouch.REJECT_INVALID_PRICE
         if tif not in _TIFS:
-            return ouch.REJECT_OTHER
+            return ouch.REJECT_OTHER                # no code for a bad Time in Force
+        if tif[0] == ouch.TIF_GTT and not ouch.expire_time_ok(appendage):
+            return ouch.REJECT_OTHER                # no code: GTT without ExpireTime
         if display not in _DISPLAYS:
             return ouch.REJECT_INVALID_DISPLAY
+        if capacity not in _CAPACITIES:
+            return ouch.REJECT_OTHER                # no code for a bad Capacity
         if ise != b"N":
             return ouch.REJECT_ISO_NOT_ALLOWED      # no routing here (a project choice)
         if cross != b"N":
             return ouch.REJECT_INVALID_CROSS        # continuous market only
+        if not ouch.clordid_ok(clordid):
+            return ouch.REJECT_OTHER                # no code: a non-printable ClOrdID
         return 0
 
     def _enter(self, user: int, msg: bytes, ts: int) -> None:
@@ -256,7 +269,8 @@ class Exchange:
             return self._ignored()   # "assumed to be a retransmission" (spec §2.2)
         u.last_urn = urn             # accepted or rejected, the UserRefNum is used
         # (gaps are allowed here: whether NASDAQ allows them is UNVERIFIED)
-        reason = self._enter_problem(side, qty, symbol, price, tif, display, ise, cross)
+        reason = self._enter_problem(side, qty, symbol, price, tif, display, capacity, ise,
+                                     cross, clordid, msg[ouch.ENTER.size:])
         if reason:
             self.stats["rejected"] += 1
             self._emit(user, ouch.REJECTED.pack(b"J", ts, urn, reason, clordid))
@@ -336,9 +350,11 @@ class Exchange:
         if order is None or urn <= u.last_urn:
             return self._ignored()   # spec outcome 1: ignored, the new URN not used
         outstanding = qty - order.executed   # Quantity = the chain's total (spec §2.3)
+        no_expiry = tif == b"6" and not ouch.expire_time_ok(msg[ouch.REPLACE.size:])
         if (not 0 < qty < ouch.MAX_QUANTITY_EXCLUSIVE or price == 0
-                or price > ouch.PRICE_MAX or tif not in _TIFS or tif == b"E"
-                or display not in _DISPLAYS or ise != b"N" or outstanding <= 0):
+                or price > ouch.PRICE_MAX or tif not in _TIFS or tif == b"E" or no_expiry
+                or display not in _DISPLAYS or ise != b"N" or not ouch.clordid_ok(clordid)
+                or outstanding <= 0):
             return self._cancel_all(order, ts)   # outcome 2: the original is canceled
         u.last_urn = urn
         ref = self.next_ref
@@ -424,6 +440,7 @@ class Exchange:
 _MARKET = (ouch.PRICE_MARKET_CROSS, ouch.PRICE_MARKET)
 _TIFS = tuple(bytes([c]) for c in ouch.TIME_IN_FORCE)
 _DISPLAYS = tuple(bytes([c]) for c in ouch.DISPLAYS)
+_CAPACITIES = tuple(bytes([c]) for c in ouch.CAPACITIES)
 _SELLS = (b"S", b"T", b"E")
 
 
@@ -439,11 +456,12 @@ class _Closed(Exception):
 class _Session:
     """One TCP connection: framing, login, timers and the user's log as its output."""
 
-    def __init__(self, server: Server, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:
+    def __init__(self, server: Server, sock: socket.socket) -> None:
         self.server = server
         self.ex = server.exchange
-        self.reader, self.writer = reader, writer
+        self.sock = sock                     # until run() wraps it in asyncio streams
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
         self.framer = sb.Framer()
         self.reading: asyncio.Future[bytes] | None = None   # the read in progress
         self.user: int | None = None
@@ -454,14 +472,18 @@ class _Session:
         now = time.monotonic()
         self.last_in = self.last_out = self.progress = now
         self.deadline = now + self.ex.config.login_timeout_ms / 1000
+        self.read_ns = -1                    # the read whose answers wait to go out
+        self.read_mark = 0                   # the log entry where those answers start
 
     def write(self, data: bytes) -> None:
+        assert self.writer is not None
         self.writer.write(data)
         self.written += len(data)
         self.last_out = time.monotonic()
 
     def unsent(self) -> int:
         """Bytes asyncio still holds for this connection (the kernel has not taken)."""
+        assert self.writer is not None
         return self.writer.transport.get_write_buffer_size()
 
     def pending(self) -> bool:
@@ -478,26 +500,43 @@ class _Session:
             end = min(len(log), self.sent + 256)
             self.write(b"".join(log[self.sent:end]))
             self.sent = end
+            if self.read_ns >= 0 and self.sent > self.read_mark:   # the first answer
+                if len(self.server.timing_ns) < 1 << 20:     # the first 2**20, as C++
+                    self.server.timing_ns.append(time.perf_counter_ns() - self.read_ns)
+                self.read_ns = -1
 
     async def run(self) -> None:
+        if self not in self.server.sessions:
+            self.sock.close()                # evicted before it had its first turn
+            return
         try:
+            self.reader, self.writer = await asyncio.open_connection(sock=self.sock)
             while True:
                 data = await self._read()
                 if self not in self.server.sessions:
-                    return               # dropped meanwhile (it did not read its output)
+                    return               # dropped meanwhile (evicted, or did not read)
                 if not data:
                     if self.framer.pending:
                         raise _Closed("eof_mid_packet")
-                    raise _Closed(None)      # a plain close
+                    raise _Closed(None)      # a plain close: what is owed still goes
                 self.last_in = time.monotonic()
+                read_ns = time.perf_counter_ns()     # the server's share starts here
+                user = self.user
+                mark = -1 if user is None else len(self.ex.users[user].log)
                 try:
                     packets = self.framer.feed(data)
                 except sb.FrameError as exc:
+                    # The whole packets before the bad length are handled first (an
+                    # order among them trades), then the connection is closed.
+                    self.on_packets(exc.packets)
                     raise _Closed("bad_length" if exc.length == 0 else "too_long") from None
-                for packet in packets:
-                    self.ex.stats["packets_in"] += 1
-                    self.on_packet(packet)
-                self.server.flush_all()
+                if user is not None and self.read_ns < 0:
+                    # mark before the answers: flush_log (in on_packets) times the first
+                    self.read_ns, self.read_mark = read_ns, mark
+                self.on_packets(packets)
+                if (self.read_ns == read_ns and user is not None
+                        and len(self.ex.users[user].log) <= mark):
+                    self.read_ns = -1        # this read brought no answer to time
         except _Closed as closed:
             if closed.reason:
                 self.ex.stats[closed.reason] += 1
@@ -509,17 +548,28 @@ class _Session:
         finally:
             self.server.drop(self, abort=False)
 
+    def on_packets(self, packets: list[bytes]) -> None:
+        """Handle whole packets in order, then write every log that grew."""
+        try:
+            for packet in packets:
+                self.ex.stats["packets_in"] += 1
+                self.on_packet(packet)
+        finally:
+            self.server.flush_all()
+
     async def _read(self) -> bytes:
         """The next bytes; meanwhile, every 10 ms, the timers and the rest of the log.
 
         The read is one task that the 10 ms timeout never cancels (``asyncio.wait``,
         not ``wait_for``): no bytes it has already taken off the stream can be lost
-        with a cancelled read.
+        with a cancelled read. One read is at most 8 KiB: then the other sessions have
+        their turn (asyncio runs each ready coroutine once per turn of its loop).
         """
+        assert self.reader is not None
         while True:
             self.timers()
             if self.reading is None:
-                self.reading = asyncio.ensure_future(self.reader.read(65536))
+                self.reading = asyncio.ensure_future(self.reader.read(8192))
             done, _ = await asyncio.wait({self.reading}, timeout=0.01)
             if done:
                 task, self.reading = self.reading, None
@@ -548,6 +598,9 @@ class _Session:
     # --8<-- [start:on_packet]
     def on_packet(self, packet: bytes) -> None:
         kind = packet[:1]
+        if kind == sb.DEBUG:         # Debug text is ignored, before login too (spec §1.2)
+            self.ex.stats["debug_in"] += 1
+            return
         if self.user is None:
             if kind != sb.LOGIN_REQUEST:
                 raise _Closed("before_login")
@@ -562,7 +615,7 @@ class _Session:
             if kind == sb.LOGOUT_REQUEST:
                 self.ex.stats["logouts"] += 1
                 raise _Closed(None)
-        elif kind != sb.DEBUG:       # Debug text is ignored (spec §1.2)
+        else:
             raise _Closed("unknown_packet")
 
     def login(self, req: sb.Login) -> None:
@@ -573,9 +626,11 @@ class _Session:
         assert user is not None
         blank = req.session == b" " * 10
         if ((not blank and req.session != cfg.session_bytes) or req.seq is None
-                or user in self.server.logged_in):
-            # a named session that is not ours, a sequence number that is not a number,
-            # or the user already logged in elsewhere (the last two: a project choice)
+                or user in self.server.logged_in
+                or len(self.server.logged_in) >= cfg.max_sessions):
+            # a named session that is not this run's, a sequence number that is not a
+            # number, the user already logged in elsewhere, or max_sessions logged in
+            # (the last three: a project choice)
             self.reject(sb.REJECT_SESSION_UNAVAILABLE, "login_rejected_session")
         log = ex.users[user].log
         seq = req.seq if req.seq is not None else 0
@@ -585,6 +640,7 @@ class _Session:
             seq = len(log) + 1
         self.user = user
         self.server.logged_in[user] = self
+        self.server.prelogin.pop(self, None)     # out of the pre-login pool
         if req.heartbeat_timeout_ms:          # 4.10: the client says how long to wait
             self.idle_ms = max(req.heartbeat_timeout_ms, 10)
         ex.stats["logins"] += 1
@@ -606,6 +662,7 @@ class Server:
     def __init__(self, config: EntryConfig | None = None, port: int = 0,
                  itch_out: str | Path | None = None) -> None:
         self.exchange = Exchange(config or EntryConfig(), publish=itch_out is not None)
+        self.session = self.exchange.config.session     # this run's session id
         self.port = port
         # The exchange's ITCH feed goes to this file as it is made (else it is dropped):
         # unbuffered, one write per round of input, as the C++ twin does.
@@ -613,15 +670,28 @@ class Server:
                                           if itch_out else None)
         self.sessions: set[_Session] = set()
         self.logged_in: dict[int, _Session] = {}
+        # Connections not logged in yet, oldest first: a pool of their own, so they can
+        # never take a logged-in session's place (a dict keeps insertion order).
+        self.prelogin: dict[_Session, None] = {}
         self.closing = False
+        self._reserve = -1                    # a spare descriptor for EMFILE (_shed)
+        self.timing_ns: list[int] = []        # server-side read-to-write times, timings()
+        self._tasks: set[asyncio.Task[None]] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
+# --8<-- [end:server]
 
     def stats(self) -> dict[str, int]:
         return dict(self.exchange.stats)
+
+    def timings(self) -> np.ndarray:
+        """Server-side read-to-write times (ns), one per read that brought a logged-in
+        session's requests: from the read to handing asyncio the first answer (it sends
+        at once when nothing waits). Call it after stop()."""
+        return np.asarray(self.timing_ns, dtype=np.int64)
 
     def write_market_data(self) -> None:
         """What the exchange published since the last call, to the feed file if any."""
@@ -662,27 +732,86 @@ class Server:
         Login Rejected say) or, for a client that does not read, at once."""
         if session.user is not None and self.logged_in.get(session.user) is session:
             del self.logged_in[session.user]
+        self.prelogin.pop(session, None)
         if session not in self.sessions:
             return
         self.sessions.discard(session)
-        if abort:
+        if session.writer is None:
+            session.sock.close()     # evicted before its streams were made
+        elif abort:
             session.writer.transport.abort()
         else:
             session.writer.close()
 
-    async def _on_connect(self, reader: asyncio.StreamReader,
-                          writer: asyncio.StreamWriter) -> None:
+    # --8<-- [start:accept]
+    def _accept(self, listener: socket.socket) -> None:
+        """The listening socket is readable: accept a bounded batch (the sessions get
+        their turn too), each into the pre-login pool."""
+        for _ in range(16):
+            try:
+                conn, _ = listener.accept()
+            except BlockingIOError:
+                return
+            except OSError as exc:
+                if exc.errno in (errno.EMFILE, errno.ENFILE):
+                    self._shed(listener)
+                return               # anything else: try again on the next turn
+            self._admit(conn)
+
+    def _admit(self, conn: socket.socket) -> None:
+        """A new connection joins the pre-login pool; when the pool is full, its oldest
+        member is closed to make room. Logged-in sessions are never touched."""
         ex = self.exchange
         ex.stats["connections"] += 1
-        if len(self.sessions) >= ex.config.max_sessions or self.closing:
+        if self.closing:
             ex.stats["too_many_connections"] += 1
-            writer.transport.abort()
+            conn.close()
             return
+        if len(self.prelogin) >= ex.config.prelogin_max:
+            oldest = next(iter(self.prelogin))
+            ex.stats["prelogin_evicted"] += 1
+            self.drop(oldest, abort=True)
+        conn.setblocking(False)
         if ex.config.sndbuf:
-            sock = writer.get_extra_info("socket")
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, ex.config.sndbuf)
-        session = _Session(self, reader, writer)
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, ex.config.sndbuf)
+        session = _Session(self, conn)
         self.sessions.add(session)
+        self.prelogin[session] = None
+        task = asyncio.ensure_future(self._run(session))
+        self._tasks.add(task)                 # a reference, so it is not collected
+        task.add_done_callback(self._tasks.discard)
+    # --8<-- [end:accept]
+
+    # --8<-- [start:shed]
+    def _shed(self, listener: socket.socket) -> None:
+        """No descriptor is left to accept with (EMFILE/ENFILE), and the listening
+        socket stays readable: a loop that only retried would spin. Give back the
+        reserve descriptor, accept the waiting connection and close it at once (the
+        client sees a close, not a hang), and take the reserve again. Without a
+        reserve, stop accepting for 100 ms."""
+        self.exchange.stats["descriptors_exhausted"] += 1
+        if self._reserve >= 0:
+            os.close(self._reserve)
+            self._reserve = -1
+            try:
+                listener.accept()[0].close()
+            except OSError:
+                pass
+            self._reserve = _open_reserve()
+        if self._reserve < 0:
+            assert self._loop is not None
+            self._loop.remove_reader(listener)
+            self._loop.call_later(0.1, self._listen, listener)
+    # --8<-- [end:shed]
+
+    def _listen(self, listener: socket.socket) -> None:
+        if self._reserve < 0:
+            self._reserve = _open_reserve()
+        if not self.closing:
+            assert self._loop is not None
+            self._loop.add_reader(listener, self._accept, listener)
+
+    async def _run(self, session: _Session) -> None:
         try:
             await session.run()
         except asyncio.CancelledError:
@@ -691,19 +820,30 @@ class Server:
     async def serve(self) -> None:
         """Listen on 127.0.0.1 until stop(): then End of Day, End of Session, close."""
         self._stop = asyncio.Event()
-        server = await asyncio.start_server(self._on_connect, "127.0.0.1", self.port,
-                                            backlog=256)
-        self.port = server.sockets[0].getsockname()[1]
+        self._loop = asyncio.get_running_loop()
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            listener.bind(("127.0.0.1", self.port))
+            listener.listen(256)
+        except OSError:
+            listener.close()
+            raise
+        listener.setblocking(False)
+        self.port = listener.getsockname()[1]
+        self._reserve = _open_reserve()
+        self._loop.add_reader(listener, self._accept, listener)
         self._ready.set()
         await self._stop.wait()
         self.closing = True
-        server.close()
+        self._loop.remove_reader(listener)
+        listener.close()
         self.exchange.end_of_day()
         self.write_market_data()
         self.close_market_data()
         until = time.monotonic() + 0.5       # bounded: 500 ms in all for the goodbyes
         for session in list(self.logged_in.values()):
-            assert session.user is not None
+            assert session.user is not None and session.writer is not None
             log = self.exchange.users[session.user].log
             try:
                 while session.sent < len(log) and time.monotonic() < until:
@@ -717,7 +857,10 @@ class Server:
             except (TimeoutError, ConnectionError, OSError):
                 pass
         for session in list(self.sessions):
-            session.writer.transport.abort()
+            self.drop(session, abort=True)
+        if self._reserve >= 0:
+            os.close(self._reserve)
+            self._reserve = -1
         await asyncio.sleep(0)
 
     def start(self) -> int:
@@ -738,17 +881,23 @@ class Server:
         return self.port
 
     async def _main(self) -> None:
-        self._loop = asyncio.get_running_loop()
         await self.serve()
 
     def stop(self, timeout: float = 5.0) -> None:
         """End the session (System Event E, then Z) and join the thread, within timeout."""
-        if self._loop is None or self._thread is None:
-            return
+        if self._loop is None or self._thread is None or not self._thread.is_alive():
+            return                   # never started, or already stopped
         stop = self._stop
         assert stop is not None
         self._loop.call_soon_threadsafe(stop.set)
         self._thread.join(timeout)
         if self._thread.is_alive():
             raise RuntimeError(f"naive entry server did not stop in {timeout} s")
-# --8<-- [end:server]
+
+
+def _open_reserve() -> int:
+    """The spare descriptor _shed gives back when the process has none left (-1: none)."""
+    try:
+        return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return -1

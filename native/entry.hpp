@@ -20,6 +20,7 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <netinet/tcp.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -49,7 +50,8 @@ enum Stat : int {
     Connections, Logins, LoginRejectedAuth, LoginRejectedSession, Logouts, PacketsIn,
     MessagesIn, MessagesOut, HeartbeatsOut, Replayed, BadLength, TooLong, UnknownPacket,
     BeforeLogin, LoginTimeout, IdleTimeout, EofMidPacket, TooManyConnections, SlowConsumer,
-    UnknownMessage, BadMessageLength, Ignored, Rejected, MarketDataOut, MarketDataErrors, kStats
+    UnknownMessage, BadMessageLength, Ignored, Rejected, MarketDataOut, MarketDataErrors,
+    PreloginEvicted, DescriptorsExhausted, DebugIn, kStats
 };
 // --8<-- [end:stats]
 
@@ -81,7 +83,7 @@ struct Config {
     std::vector<std::array<char, 8>> symbols;   // space padded
     std::array<char, 10> session{};             // left-padded with spaces
     std::int64_t heartbeat_ms = 1000, idle_timeout_ms = 15000, login_timeout_ms = 30000;
-    std::size_t max_sessions = 64, out_limit = 1 << 20;
+    std::size_t max_sessions = 64, prelogin_max = 16, out_limit = 1 << 20;
     int sndbuf = 0;                             // SO_SNDBUF of each connection (0: the kernel's)
     bool fixed_clock = false;
 };
@@ -334,8 +336,8 @@ public:
         if (!length_ok(m, n, fixed, bare)) return bump(BadMessageLength);
         const std::uint64_t ts = clock();
         switch (kind) {
-            case 'O': return enter(u, m, ts);
-            case 'U': return replace(u, m, ts);
+            case 'O': return enter(u, m, n, ts);
+            case 'U': return replace(u, m, n, ts);
             case 'X': return cancel(u, m, ts);
             case 'M': return modify(u, m, ts);
             default: return mass_cancel(u, m, ts);
@@ -449,23 +451,45 @@ private:
         return -1;
     }
     static bool one_of(char c, const char* set) { return c != 0 && std::strchr(set, c) != nullptr; }
+    // An ExpireTime option (tag 15, u32 seconds, 1..86399) among the TagValues from
+    // `at` to n; length_ok has already walked them, so every element is in bounds.
+    static bool expire_time_ok(const std::uint8_t* m, std::size_t at, std::size_t n) {
+        for (std::size_t i = at; i < n; i += 1 + std::size_t(m[i])) {
+            if (m[i] != 5 || m[i + 1] != 15) continue;
+            const std::uint32_t secs = get32(m + i + 2);
+            if (secs != 0 && secs < 86'400) return true;
+        }
+        return false;
+    }
+    // Printable ASCII only, so no control byte is echoed back (naive: ouch.clordid_ok).
+    static bool clordid_ok(const std::uint8_t* p) {
+        for (int i = 0; i < 14; ++i) if (p[i] < 0x20 || p[i] > 0x7E) return false;
+        return true;
+    }
 
     // --8<-- [start:enter]
-    std::uint16_t enter_problem(char side, std::uint32_t qty, std::int32_t locate, std::uint64_t price,
-                                char tif, char display, char ise, char cross) const {
+    // Where the spec has no code for a problem, the reason is Other (0x0F): "no code".
+    std::uint16_t enter_problem(const std::uint8_t* m, std::size_t n, std::int32_t locate) const {
+        const char side = char(m[5]), tif = char(m[26]), display = char(m[27]);
+        const char capacity = char(m[28]), ise = char(m[29]), cross = char(m[30]);
+        const std::uint32_t qty = get32(m + 6);
+        const std::uint64_t price = get64(m + 18);
         if (!one_of(side, "BSTE")) return 0x0009;                 // Invalid Side
         if (qty == 0 || qty >= kMaxQty) return 0x0013;            // Invalid Quantity
         if (locate < 0) return 0x0017;                            // Invalid Symbol
         if (price == 0 || (price > kPriceMax && price != kMarketCross && price != kMarket))
             return 0x001D;                                        // Invalid Price
-        if (!one_of(tif, "0356E")) return 0x000F;                 // Other
+        if (!one_of(tif, "0356E")) return 0x000F;                 // no code: Other
+        if (tif == '6' && !expire_time_ok(m, 47, n)) return 0x000F;   // no code: GTT, no expiry
         if (!one_of(display, "YNA")) return 0x0003;               // Invalid Display
+        if (!one_of(capacity, "APRO")) return 0x000F;             // no code: bad Capacity
         if (ise != 'N') return 0x0008;   // ISO Not Allowed: no routing here (a project choice)
         if (cross != 'N') return 0x0014;                          // continuous market only
+        if (!clordid_ok(m + 31)) return 0x000F;                   // no code: binary ClOrdID
         return 0;
     }
 
-    void enter(std::uint32_t u, const std::uint8_t* m, std::uint64_t ts) {
+    void enter(std::uint32_t u, const std::uint8_t* m, std::size_t n, std::uint64_t ts) {
         const std::uint32_t urn = get32(m + 1), qty = get32(m + 6);
         const std::uint64_t price = get64(m + 18);
         UserLog& l = logs_[u];
@@ -473,8 +497,7 @@ private:
         l.last_urn = urn;                             // accepted or rejected, it is used
         // (gaps are allowed here: whether NASDAQ allows them is UNVERIFIED)
         const std::int32_t locate = locate_of(m + 10);
-        if (const std::uint16_t r = enter_problem(char(m[5]), qty, locate, price, char(m[26]),
-                                                  char(m[27]), char(m[29]), char(m[30])))
+        if (const std::uint16_t r = enter_problem(m, n, locate))
             return rejected(u, ts, urn, r, m + 31);
         const std::uint64_t ref = next_ref_++;
         const std::uint32_t i = new_slot(ref);
@@ -541,7 +564,7 @@ private:
     }
 
     // --8<-- [start:replace]
-    void replace(std::uint32_t u, const std::uint8_t* m, std::uint64_t ts) {
+    void replace(std::uint32_t u, const std::uint8_t* m, std::size_t n, std::uint64_t ts) {
         const std::uint32_t orig = get32(m + 1), urn = get32(m + 5), qty = get32(m + 9);
         const std::uint64_t price = get64(m + 13);
         const char tif = char(m[21]), display = char(m[22]), ise = char(m[23]);
@@ -550,8 +573,10 @@ private:
         if (at == nullptr || urn <= l.last_urn) return bump(Ignored);  // outcome 1
         const std::uint32_t i = *at;
         const std::int64_t outstanding = std::int64_t(qty) - orders_[i].executed;
+        const bool no_expiry = tif == '6' && !expire_time_ok(m, 40, n);
         if (qty == 0 || qty >= kMaxQty || price == 0 || price > kPriceMax || !one_of(tif, "0356")
-            || !one_of(display, "YNA") || ise != 'N' || outstanding <= 0)
+            || no_expiry || !one_of(display, "YNA") || ise != 'N' || !clordid_ok(m + 24)
+            || outstanding <= 0)
             return cancel_all(i, ts);                                   // outcome 2
         l.last_urn = urn;
         const std::uint64_t ref = next_ref_++;
@@ -682,6 +707,9 @@ struct Session {
     std::uint64_t sent = 0;                  // log bytes written
     std::uint64_t taken = 0, taken_seen = 0; // bytes the kernel took; at the last check
     std::int64_t last_in = 0, last_out = 0, deadline = 0, idle_ms = 0, progress = 0;
+    std::uint64_t serial = 0;                // accept order: the oldest pre-login goes first
+    std::int64_t read_ns = -1;               // the read whose answers wait to go out, or -1
+    std::uint64_t read_mark = 0;             // where in the log those answers start
     bool closing = false;                    // close once ctrl is written (after a J)
     bool want_out = false;                   // EPOLLOUT asked for (the kernel was full)
 };
@@ -690,6 +718,12 @@ struct Session {
 static_assert(sizeof(Session::in) >= 2 * (2 + kMaxPacket));
 static_assert(sizeof(Session::ctrl) >= 33 + 3 + 3);
 // --8<-- [end:session]
+
+inline std::int64_t now_ns() {
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return std::int64_t(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
 
 inline std::int64_t now_ms() {
     timespec t;
@@ -729,8 +763,12 @@ public:
         wake_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         add(listen_fd_, EPOLLIN, kListen);
         add(wake_, EPOLLIN, kWake);
-        sessions_.resize(cfg.max_sessions);
+        // Two pools in one table: max_sessions logged in, prelogin_max not yet (login
+        // checks the first, accept the second), so idle connections never fill the first.
+        sessions_.resize(cfg.max_sessions + cfg.prelogin_max);
         for (auto& s : sessions_) s = std::make_unique<Session>();
+        reserve_fd_ = open_reserve();
+        timings_.reserve(kTimings);   // address space only until written
         by_user_.assign(cfg.users.size(), -1);
     }
     ~Server() {
@@ -739,9 +777,14 @@ public:
         ::close(ep_);
         ::close(wake_);
         if (itch_fd_ >= 0) ::close(itch_fd_);
+        if (reserve_fd_ >= 0) ::close(reserve_fd_);
     }
     std::uint16_t port() const { return port_; }
     std::uint64_t stat(int k) const { return ex_.stats[k].load(std::memory_order_relaxed); }
+    // Server-side read-to-write times (ns): from the read that brought a request to the
+    // send that handed the kernel its first answer, one per read (the first kTimings).
+    // Read them after run() has returned.
+    const std::vector<std::int64_t>& timings() const { return timings_; }
     void stop() {   // any thread: run() ends within one epoll wait
         stop_.store(true, std::memory_order_release);
         const std::uint64_t one = 1;
@@ -753,7 +796,7 @@ public:
     void run() {
         epoll_event evs[64];
         while (!stop_.load(std::memory_order_acquire)) {
-            const int n = ::epoll_wait(ep_, evs, 64, 20);   // 20 ms: the timers' tick
+            const int n = ::epoll_wait(ep_, evs, 64, 20);   // at most 20 ms a turn
             for (int k = 0; k < n; ++k) {
                 const std::uint64_t tag = evs[k].data.u64;
                 if (tag == kListen) { accept_all(); continue; }
@@ -787,21 +830,35 @@ private:
         ::epoll_ctl(ep_, EPOLL_CTL_MOD, s.fd, &e);
     }
 
+    // --8<-- [start:accept]
+    // A bounded batch per turn (the sessions get their turn too), each connection into
+    // the pre-login pool; when that is full, its oldest member is closed to make room.
     void accept_all() {
-        for (;;) {
-            const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-            if (fd < 0) return;   // EAGAIN: no more waiting (or a transient error)
+        for (int k = 0; k < 16; ++k) {
+            const int fd =
+                ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+            if (fd < 0) {
+                if (errno == EMFILE || errno == ENFILE) shed();
+                return;   // EAGAIN: no more waiting (or a transient error: next turn)
+            }
             ex_.bump(Connections);
-            std::size_t slot = 0;
-            while (slot < sessions_.size() && sessions_[slot]->fd >= 0) ++slot;
-            if (slot == sessions_.size()) {   // over max_sessions: closed at once
-                ex_.bump(TooManyConnections);
-                ::close(fd);
-                continue;
+            const std::size_t none = sessions_.size();
+            std::size_t slot = none, prelogin = 0, oldest = none;
+            for (std::size_t i = 0; i < sessions_.size(); ++i) {
+                const Session& o = *sessions_[i];
+                if (o.fd < 0) { slot = std::min(slot, i); continue; }
+                if (o.user >= 0) continue;
+                ++prelogin;
+                if (oldest == none || o.serial < sessions_[oldest]->serial) oldest = i;
+            }
+            if (prelogin >= cfg_.prelogin_max) {   // full: the oldest one goes
+                drop(*sessions_[oldest], PreloginEvicted);
+                slot = std::min(slot, oldest);
             }
             int one = 1;
             ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-            if (cfg_.sndbuf > 0) ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &cfg_.sndbuf, sizeof cfg_.sndbuf);
+            const int snd = cfg_.sndbuf;
+            if (snd > 0) ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof snd);
             Session& s = *sessions_[slot];
             const std::int64_t now = now_ms();
             s = Session{};
@@ -809,13 +866,48 @@ private:
             s.last_in = s.last_out = s.progress = now;
             s.deadline = now + cfg_.login_timeout_ms;
             s.idle_ms = cfg_.idle_timeout_ms;
+            s.serial = ++serial_;
             add(fd, EPOLLIN, slot);
         }
     }
 
+    // --8<-- [end:accept]
+
+    // --8<-- [start:shed]
+    // No descriptor left to accept with (EMFILE/ENFILE), and the listening socket stays
+    // readable: a loop that only retried would spin at 100% CPU. Give back the reserve
+    // descriptor, accept the waiting connection and close it at once (the client sees a
+    // close, not a hang), then take the reserve again. Without one: pause for 100 ms.
+    void shed() {
+        ex_.bump(DescriptorsExhausted);
+        if (reserve_fd_ >= 0) {
+            ::close(reserve_fd_);
+            const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+            if (fd >= 0) ::close(fd);
+            reserve_fd_ = open_reserve();
+        }
+        if (reserve_fd_ < 0 && paused_until_ == 0) {
+            epoll_event e{};
+            e.data.u64 = kListen;   // no events: the listening socket is not watched
+            ::epoll_ctl(ep_, EPOLL_CTL_MOD, listen_fd_, &e);
+            paused_until_ = now_ms() + 100;
+        }
+    }
+    // --8<-- [end:shed]
+    void resume_accepting(std::int64_t now) {
+        if (paused_until_ == 0 || now < paused_until_) return;
+        if (reserve_fd_ < 0) reserve_fd_ = open_reserve();
+        paused_until_ = 0;
+        epoll_event e{};
+        e.events = EPOLLIN;
+        e.data.u64 = kListen;
+        ::epoll_ctl(ep_, EPOLL_CTL_MOD, listen_fd_, &e);
+    }
+    static int open_reserve() { return ::open("/dev/null", O_RDONLY | O_CLOEXEC); }
+
     void drop(Session& s, int reason) {
         if (reason >= 0) ex_.bump(Stat(reason));
-        if (s.user >= 0) by_user_[s.user] = -1;
+        if (s.user >= 0) { by_user_[s.user] = -1; --logged_in_; }
         ::close(s.fd);   // also leaves the epoll set
         s.fd = -1;
         s.user = -1;
@@ -833,37 +925,58 @@ private:
         }
     }
 
-    // --8<-- [start:read]
+    std::uint64_t log_end(const Session& s) const {
+        return ex_.log(std::uint32_t(s.user)).bytes.size();
+    }
+    // --8<-- [start:turn]
+    // One recv (at most 8 KiB) per session per turn of the loop: a session that sends
+    // without pause is served in turns with everyone else (epoll reports it again next
+    // turn, level-triggered), never read until it is empty while the others wait.
     void on_readable(Session& s, std::uint64_t tag) {
-        for (;;) {
+        {
             const ssize_t r = ::recv(s.fd, s.in + s.have, sizeof s.in - s.have, 0);
-            if (r == 0) return drop(s, s.have ? EofMidPacket : -1);
+            if (r == 0) {   // the client is done sending: what it is owed still goes
+                if (s.have) return drop(s, EofMidPacket);
+                flush(s, tag);
+                if (s.fd >= 0) drop(s, -1);
+                return;
+            }
             if (r < 0) {
-                if (errno == EAGAIN || errno == EWOULDBLOCK) break;
-                if (errno == EINTR) continue;
+                if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return;
                 return drop(s, s.have ? EofMidPacket : -1);   // a reset mid-packet
             }
             s.have += std::size_t(r);
             s.last_in = now_ms();
+            // The server's share of a request's latency starts here, at its read; the
+            // log's end now is where its answers will start (timings()).
+            const std::int64_t read_ns = now_ns();
+            const bool was_in = s.user >= 0;
+            const std::uint64_t mark = was_in ? log_end(s) : 0;
             std::size_t at = 0;
             while (s.have - at >= 2) {
                 const std::size_t len = get16(s.in + at);
                 if (len == 0) return drop(s, BadLength);
                 if (len > kMaxPacket) return drop(s, TooLong);
-                if (s.have - at < 2 + len) break;   // a partial packet: wait for the rest
+                if (s.have - at < 2 + len) break;   // a partial packet: the rest later
                 ex_.bump(PacketsIn);
                 if (!on_packet(s, s.in + at + 2, len)) return;
                 at += 2 + len;
             }
             std::memmove(s.in, s.in + at, s.have - at);   // at most one partial packet
             s.have -= at;
+            if (was_in && s.read_ns < 0 && log_end(s) > mark) {
+                s.read_ns = read_ns;   // one read at a time: a later one waits its turn
+                s.read_mark = mark;
+            }
         }
         if (s.fd >= 0 && (pending(s) || s.closing)) flush(s, tag);
     }
+    // --8<-- [end:turn]
 
     // False when the session was closed.
     bool on_packet(Session& s, const std::uint8_t* p, std::size_t n) {
         const char kind = char(p[0]);
+        if (kind == '+') { ex_.bump(DebugIn); return true; }   // ignored, always (§1.2)
         if (s.user < 0) {
             if (s.closing) return true;   // after a Login Rejected: nothing more is read
             if (kind != 'L') return drop(s, BeforeLogin), false;
@@ -878,11 +991,9 @@ private:
                 if (n != 1) return drop(s, BadLength), false;
                 ex_.bump(Logouts);
                 return drop(s, -1), false;
-            case '+': return true;   // Debug text is ignored (spec §1.2)
             default: return drop(s, UnknownPacket), false;
         }
     }
-    // --8<-- [end:read]
 
     static std::string field(const std::uint8_t* p, std::size_t n) {   // stripped, upper
         std::size_t b = 0, e = n;
@@ -897,11 +1008,15 @@ private:
         while (b < e && p[b] == ' ') ++b;
         while (e > b && p[e - 1] == ' ') --e;
         if (b == e) return false;
+        // Past 2^64 - 1 the value stays there: such a number is past the end of any log,
+        // which means "the next new message", so every 20-digit number reads the same
+        // as in the naive twin's Python int.
+        constexpr std::uint64_t kMax = ~0ULL;
         v = 0;
         for (std::size_t i = b; i < e; ++i) {
             if (p[i] < '0' || p[i] > '9') return false;
-            if (v > (~0ULL - 9) / 10) return false;
-            v = v * 10 + (p[i] - '0');
+            const std::uint64_t d = p[i] - '0';
+            v = v > (kMax - d) / 10 ? kMax : v * 10 + d;
         }
         return true;
     }
@@ -921,9 +1036,10 @@ private:
         const bool blank = std::memcmp(p + 17, kBlank, 10) == 0;
         std::uint64_t seq = 0;
         if ((!blank && std::memcmp(p + 17, cfg_.session.data(), 10) != 0) || !decimal(p + 27, 20, seq)
-            || by_user_[u] >= 0)
-            // a named session that is not ours, a sequence number that is not a number,
-            // or the user already logged in elsewhere (the last two: a project choice)
+            || by_user_[u] >= 0 || logged_in_ >= cfg_.max_sessions)
+            // a named session that is not this run's, a sequence number that is not a
+            // number, the user already logged in elsewhere, or max_sessions logged in
+            // (the last three: a project choice)
             return reject(s, 'S', LoginRejectedSession);
         UserLog& log = ex_.log(std::uint32_t(u));
         const std::uint64_t count = log.ends.size();
@@ -935,6 +1051,7 @@ private:
             s.idle_ms = std::max<std::int64_t>(std::int64_t(hb), 10);
         s.user = u;
         by_user_[u] = slot;
+        ++logged_in_;
         ex_.bump(Logins);
         ex_.bump(Replayed, count - (seq - 1));
         s.sent = seq == 1 ? 0 : log.ends[seq - 2];
@@ -976,6 +1093,11 @@ private:
                 s.sent += std::uint64_t(w);
                 s.taken += std::uint64_t(w);
                 s.last_out = now_ms();
+                if (s.read_ns >= 0 && s.sent > s.read_mark) {   // the first answer is out
+                    if (timings_.size() < timings_.capacity())
+                        timings_.push_back(now_ns() - s.read_ns);
+                    s.read_ns = -1;
+                }
             }
         }
         if (s.want_out) { want_out(s, tag, false); s.want_out = false; }
@@ -1014,10 +1136,10 @@ private:
     }
 
     // --8<-- [start:timers]
+    // Every turn of the loop: a few compares per session.
     void timers() {
         const std::int64_t now = now_ms();
-        if (now - last_tick_ < 10) return;
-        last_tick_ = now;
+        resume_accepting(now);
         for (std::size_t i = 0; i < sessions_.size(); ++i) {
             Session& s = *sessions_[i];
             if (s.fd < 0) continue;
@@ -1068,7 +1190,12 @@ private:
     std::vector<std::unique_ptr<Session>> sessions_;
     std::vector<std::int32_t> by_user_;      // user -> its session's slot, or -1
     std::atomic<bool> stop_{false};
-    std::int64_t last_tick_ = 0;
+    int reserve_fd_ = -1;                    // a spare descriptor, given back on EMFILE
+    std::int64_t paused_until_ = 0;          // accepting paused (no reserve) until then
+    std::uint64_t serial_ = 0;               // connections accepted, for their order
+    std::size_t logged_in_ = 0;
+    static constexpr std::size_t kTimings = 1 << 20;
+    std::vector<std::int64_t> timings_;      // reserved at start: no allocation per sample
 };
 
 }  // namespace twinmatch::entry

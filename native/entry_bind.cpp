@@ -23,10 +23,11 @@ Config make_config(const std::vector<std::string>& users,
                                     const std::vector<std::string>& symbols,
                                     const std::string& session, std::int64_t heartbeat_ms,
                                     std::int64_t idle_timeout_ms, std::int64_t login_timeout_ms,
-                                    std::size_t max_sessions, std::size_t out_limit,
-                                    bool fixed_clock, int sndbuf) {
+                                    std::size_t max_sessions, std::size_t prelogin_max,
+                                    std::size_t out_limit, bool fixed_clock, int sndbuf) {
     // The Python side (contract.soupbin.EntryConfig.check) has already checked ranges.
-    if (users.size() != passwords.size() || users.empty() || symbols.empty() || session.size() > 10)
+    if (users.size() != passwords.size() || users.empty() || symbols.empty() || session.empty() ||
+        session.size() > 10 || max_sessions < 1 || prelogin_max < 1)
         throw std::invalid_argument("entry server: bad configuration");
     Config c;
     c.users = users;
@@ -44,6 +45,7 @@ Config make_config(const std::vector<std::string>& users,
     c.idle_timeout_ms = idle_timeout_ms;
     c.login_timeout_ms = login_timeout_ms;
     c.max_sessions = max_sessions;
+    c.prelogin_max = prelogin_max;
     c.out_limit = out_limit;
     c.fixed_clock = fixed_clock;
     c.sndbuf = sndbuf;
@@ -59,20 +61,24 @@ void register_entry(nb::module_& m) {
              [](Server* self, const std::vector<std::string>& users,
                 const std::vector<std::string>& passwords, const std::vector<std::string>& symbols,
                 const std::string& session, std::int64_t heartbeat_ms, std::int64_t idle_timeout_ms,
-                std::int64_t login_timeout_ms, std::size_t max_sessions, std::size_t out_limit,
-                bool fixed_clock, int sndbuf, std::uint16_t port, const std::string& itch_out) {
+                std::int64_t login_timeout_ms, std::size_t max_sessions, std::size_t prelogin_max,
+                std::size_t out_limit, bool fixed_clock, int sndbuf, std::uint16_t port,
+                const std::string& itch_out) {
                  new (self) Server(make_config(users, passwords, symbols, session, heartbeat_ms,
                                                idle_timeout_ms, login_timeout_ms, max_sessions,
-                                               out_limit, fixed_clock, sndbuf),
+                                               prelogin_max, out_limit, fixed_clock, sndbuf),
                                    port, itch_out);
              },
              "users"_a, "passwords"_a, "symbols"_a, "session"_a, "heartbeat_ms"_a,
-             "idle_timeout_ms"_a, "login_timeout_ms"_a, "max_sessions"_a, "out_limit"_a,
+             "idle_timeout_ms"_a, "login_timeout_ms"_a, "max_sessions"_a, "prelogin_max"_a,
+             "out_limit"_a,
              "fixed_clock"_a, "sndbuf"_a, "port"_a, "itch_out"_a = "")
         .def_prop_ro("port", &Server::port)
         .def("run", &Server::run, nb::call_guard<nb::gil_scoped_release>(),
              "The event loop, until stop() (GIL released)")
         .def("stop", &Server::stop, "Ask run() to end (any thread)")
+        .def("timings", [](const Server& s) { return s.timings(); },
+             "Server-side read-to-write times in ns, one per read (after run() returned)")
         .def("stats", [](const Server& s) {
             std::vector<std::uint64_t> out;
             for (int k = 0; k < kStats; ++k) out.push_back(s.stat(k));

@@ -75,6 +75,9 @@ struct Result {
     std::int64_t sent = 0, acks = 0, unanswered = 0, late_sends = 0;
     double seconds = 0.0;
     std::vector<std::int64_t> latencies_ns;
+    // Open loop: how late each request left its schedule, as the loop turn that sent it
+    // saw it (the client's own share of a latency; writing it to the socket comes after).
+    std::vector<std::int64_t> send_delays_ns;
 };
 
 // The limits twinmatch/load.py checks too (ValueError from both clients).
@@ -218,6 +221,7 @@ public:
         check(p);
         interval_ = 1e9 / p.rate;
         result_.latencies_ns.reserve(std::size_t(p.requests));
+        if (p.open) result_.send_delays_ns.reserve(std::size_t(p.requests));
     }
     ~Client() { if (ep_ >= 0) ::close(ep_); }
     Client(const Client&) = delete;
@@ -353,6 +357,7 @@ private:
                     Session& s = ss_[std::size_t(next % p_.sessions)];
                     const std::int64_t scheduled = t0_ + std::int64_t(double(next) * interval_);
                     if (now - scheduled > kLateNs) ++result_.late_sends;
+                    result_.send_delays_ns.push_back(std::max<std::int64_t>(0, now - scheduled));
                     send(s, scheduled);               // charged from its schedule, not now
                     ++next;
                 }

@@ -79,10 +79,11 @@ void register_load(nb::module_& m) {
                 throw nb::python_error();            // the error PyErr_CheckSignals set
             }
             return std::make_tuple(r.sent, r.acks, r.seconds, r.unanswered, r.late_sends,
-                                   latencies_array(r.latencies_ns));
+                                   latencies_array(r.latencies_ns),
+                                   latencies_array(r.send_delays_ns));
         },
         "port"_a, "sessions"_a, "requests"_a, "open"_a, "rate"_a, "window"_a, "cancel_share"_a,
         "replace_share"_a, "seed"_a, "timeout"_a, "first_user"_a, "pace"_a,
         "Chapter 12's load client in C++ (native/load.hpp), GIL released.\n\n"
-        "Returns (sent, acks, seconds, unanswered, late_sends, latencies_ns).");
+        "Returns (sent, acks, seconds, unanswered, late_sends, latencies_ns, send_delays_ns).");
 }

@@ -1670,6 +1670,7 @@ class EntryServerCore:
         idle_timeout_ms: int,
         login_timeout_ms: int,
         max_sessions: int,
+        prelogin_max: int,
         out_limit: int,
         fixed_clock: bool,
         sndbuf: int,
@@ -1683,6 +1684,9 @@ class EntryServerCore:
 
     def stop(self) -> None:
         """Ask run() to end (any thread)"""
+
+    def timings(self) -> list[int]:
+        """Server-side read-to-write times in ns, one per read (after run() returned)"""
 
     def stats(self) -> list[int]: ...
 
@@ -1699,9 +1703,17 @@ def run_load_native(
     timeout: float,
     first_user: int,
     pace: bool,
-) -> tuple[int, int, float, int, int, Annotated[NDArray[numpy.int64], dict(shape=(None,))]]:
+) -> tuple[
+    int,
+    int,
+    float,
+    int,
+    int,
+    Annotated[NDArray[numpy.int64], dict(shape=(None,))],
+    Annotated[NDArray[numpy.int64], dict(shape=(None,))],
+]:
     """
     Chapter 12's load client in C++ (native/load.hpp), GIL released.
 
-    Returns (sent, acks, seconds, unanswered, late_sends, latencies_ns).
+    Returns (sent, acks, seconds, unanswered, late_sends, latencies_ns, send_delays_ns).
     """

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import socket
 import time
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import numpy as np
 import pytest
 
 from contract import ouch
@@ -45,7 +47,7 @@ def server_class(impl: str) -> Any:
 
 
 def config(**kw: Any) -> EntryConfig:
-    base: dict[str, Any] = {"clock": "fixed", "heartbeat_ms": 60_000,
+    base: dict[str, Any] = {"clock": "fixed", "heartbeat_ms": 60_000, "session": "1",
                             "idle_timeout_ms": 60_000, "login_timeout_ms": 60_000}
     base.update(kw)
     return EntryConfig(**base)
@@ -184,7 +186,7 @@ def test_appendage_walk() -> None:
 
 def test_stat_keys_match_the_native_enum() -> None:
     from optimized._native import EntryServerCore
-    core = EntryServerCore(["U"], ["P"], ["AAPL"], "1", 1000, 1000, 1000, 1, 4096, True, 0, 0)
+    core = EntryServerCore(["U"], ["P"], ["AAPL"], "1", 1000, 1000, 1000, 1, 1, 4096, True, 0, 0)
     assert len(core.stats()) == len(STAT_KEYS)
 
 
@@ -482,13 +484,32 @@ def test_partial_packet_waits(run: Any) -> None:
 
 
 def test_connection_flood(run: Any) -> None:
-    r = run(max_sessions=4)
+    """Connections that never log in fill only their own pool: the oldest are closed
+    as new ones come, and a real login is accepted at once (issue 30: 64 idle
+    connections used to fill max_sessions, and a login was closed without a word)."""
+    r = run(max_sessions=4, prelogin_max=4)
     socks = [socket.create_connection(("127.0.0.1", r.port), timeout=5) for _ in range(12)]
-    assert wait_stat(r, "too_many_connections", 8) == 8
+    assert wait_stat(r, "prelogin_evicted", 8) == 8
+    for s in socks[:8]:             # the oldest eight were closed by the server
+        s.settimeout(5)
+        assert s.recv(1) == b""
+    witness(r)                      # a ninth login evicts one more idle connection
     for s in socks:
         s.close()
-    wait_stat(r, "connections", 12)
-    witness(r)
+    assert r.stats()["too_many_connections"] == 0
+
+
+def test_idle_connections_never_refuse_a_login(run: Any) -> None:
+    """As many idle connections as max_sessions, then every user logs in."""
+    r = run(max_sessions=2, users={"USER01": "PASSWD", "USER02": "PASSWD", "USER03": "PW"})
+    idle = [socket.create_connection(("127.0.0.1", r.port), timeout=5) for _ in range(6)]
+    wait_stat(r, "connections", 6)
+    for user in ("USER01", "USER02"):
+        assert accepted_seq(r.client().login(user)) == 1
+    # max_sessions logged in: a third user is told so (J S), not closed without a word
+    assert r.client().login("USER03", "PW") == b"JS"
+    for s in idle:
+        s.close()
 
 
 def test_a_client_that_never_reads(run: Any) -> None:
@@ -777,3 +798,348 @@ def test_exchange_under_sanitizers(tmp_path: Path) -> None:
                               text=True, timeout=60, check=False)
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert proc.stdout.startswith("ok ")
+
+
+# ------------------------------------------------------------------- issue 30
+
+def test_a_flooding_session_does_not_starve_others(run: Any) -> None:
+    """One session streams orders as fast as a thread can write them; meanwhile another
+    session's acks and heartbeats keep coming (issue 30: the optimized twin read the
+    flooding socket until it was empty, and everyone else waited for it)."""
+    import threading
+
+    r = run(heartbeat_ms=50)
+    flood, w = r.client(), r.client()
+    flood.login()
+    w.login("USER02")
+    flood.packet(), w.packet()
+    # Pairs that trade with each other (the book stays empty, each pair is real work),
+    # 20,000 orders a write, fresh UserRefNums every time (numpy builds them in
+    # microseconds, so the writer outpaces either server).
+    import numpy as np
+
+    n = 20_000
+    orders = np.empty((n, 50), dtype=np.uint8)
+    orders[0::2] = np.frombuffer(enter(0, b"B", 1, 1_000_000), dtype=np.uint8)
+    orders[1::2] = np.frombuffer(enter(0, b"S", 1, 1_000_000), dtype=np.uint8)
+    stop = threading.Event()
+
+    def pump() -> None:
+        base = 0
+        while not stop.is_set():
+            urns = np.arange(base + 1, base + n + 1, dtype=">u4")
+            orders[:, 4:8] = urns.view(np.uint8).reshape(n, 4)   # the UserRefNum field
+            base += n
+            try:
+                flood.sock.sendall(orders.tobytes())
+            except OSError:
+                return
+
+    def drain() -> None:                    # the flooder reads its answers (elsewhere)
+        flood.sock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                if not flood.sock.recv(1 << 20):
+                    return
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+
+    threads = [threading.Thread(target=f, daemon=True) for f in (pump, drain)]
+    for t in threads:
+        t.start()
+    try:
+        wait_stat(r, "messages_in", 20_000)             # the flood is on
+        latencies = []
+        for urn in range(1, 11):
+            t0 = time.monotonic()
+            w.send(enter(urn, b"B", 1, 900_000))        # rests far away: acked alone
+            assert w.packet()[1:2] == b"A"
+            latencies.append(time.monotonic() - t0)
+        t0 = time.monotonic()
+        assert w.packets(3, skip_heartbeats=False) == [b"H"] * 3
+        heartbeats = time.monotonic() - t0
+        flooding = r.stats()["messages_in"]
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)
+    assert flooding > 20_000
+    # Bounds far above the fixed twins' (a 2-core machine shared with the flooder and
+    # the test): the starving server took seconds, until the flood stopped.
+    assert sorted(latencies)[len(latencies) // 2] < 0.1, latencies
+    assert max(latencies) < 1.0, latencies
+    assert heartbeats < 1.5, heartbeats
+
+
+def test_orders_before_a_bad_length_still_count(run: Any) -> None:
+    """An Enter Order and a length-0 packet in one write: the order is handled (it is
+    in the log, replayed at the next login), then the connection is closed."""
+    r = run()
+    c = r.client()
+    c.login()
+    c.packet()
+    c.send(enter(1, b"B", 10, 1_000_000) + b"\x00\x00")
+    assert c.closed()
+    assert wait_stat(r, "bad_length", 1) == 1
+    assert r.stats()["messages_in"] == 1
+    again = r.client()
+    assert accepted_seq(again.login(seq=2)) == 2
+    assert again.packet()[1:2] == b"A"              # the order's Accepted, replayed
+
+
+def test_half_close_still_gets_its_answers(run: Any) -> None:
+    """Login and an order, then shutdown(SHUT_WR): both answers arrive, then the close."""
+    r = run()
+    c = r.client()
+    c.send(sb.login_request("USER01", "PASSWD") + enter(1, b"B", 10, 1_000_000))
+    c.sock.shutdown(socket.SHUT_WR)
+    got = c.packets(3)
+    assert [p[:1] for p in got] == [b"A", b"S", b"S"], got
+    assert got[2][1:2] == b"A"
+    assert c.closed()
+
+
+def test_passwords_fold_ascii_only(run: Any) -> None:
+    """Case-insensitive means a-z = A-Z and nothing more: the byte for sharp s is not
+    "SS" (Python's str.upper would make it so)."""
+    r = run(users={"USER01": "SS", "USER02": "PASSWD"})
+    c = r.client()
+    login = sb.frame(sb.LOGIN_REQUEST, b"USER01" + b"\xdf".ljust(10) + b" " * 10
+                     + b"1".rjust(20))
+    c.send(login)
+    assert c.packet() == b"JA"
+    assert accepted_seq(r.client().login("user01", "ss")) == 1
+
+
+@pytest.mark.parametrize("digits", [str(2**64 - 1), "9" * 20, "1".rjust(20, "0")])
+def test_twenty_digit_sequence_numbers(run: Any, digits: str) -> None:
+    """Any 1..20 ASCII digits are a number; past the end of the log is "the next new
+    message" (a project choice), so 2**64 - 1 and 10**20 - 1 log in at 2."""
+    r = run()
+    c = r.client()
+    c.send(sb.frame(sb.LOGIN_REQUEST, b"USER01" + b"PASSWD".ljust(10) + b" " * 10
+                    + digits.encode()))
+    assert accepted_seq(c.packet()) == (1 if int(digits) == 1 else 2)
+
+
+def test_debug_packets_are_ignored_before_login(run: Any) -> None:
+    r = run()
+    c = r.client()
+    c.send(sb.frame(sb.DEBUG, b"hello") + sb.frame(sb.DEBUG))
+    assert accepted_seq(c.login()) == 1
+    c.send(sb.frame(sb.DEBUG, b"after"))
+    assert wait_stat(r, "debug_in", 3) == 3
+    assert r.stats()["before_login"] == 0
+
+
+def _with_expire(msg: bytes, seconds: int) -> bytes:
+    """A framed Enter or Replace with an ExpireTime option (tag 15) appended."""
+    body = msg[3:-2] + (6).to_bytes(2, "big") + bytes([5, 15]) + seconds.to_bytes(4, "big")
+    return sb.frame(sb.UNSEQUENCED, body)
+
+
+@pytest.mark.parametrize("name,msg,reason", [
+    ("capacity Z", enter(1, b"B", 10, 1_000_000)[:31] + b"Z" + enter(1, b"B", 10, 1_000_000)[32:],
+     ouch.REJECT_OTHER),
+    ("capacity NUL", enter(1, b"B", 10, 1_000_000)[:31] + b"\x00"
+     + enter(1, b"B", 10, 1_000_000)[32:], ouch.REJECT_OTHER),
+    ("GTT without ExpireTime", enter(1, b"B", 10, 1_000_000, tif=b"6"), ouch.REJECT_OTHER),
+    ("GTT ExpireTime 0", _with_expire(enter(1, b"B", 10, 1_000_000, tif=b"6"), 0),
+     ouch.REJECT_OTHER),
+    ("GTT ExpireTime 86400", _with_expire(enter(1, b"B", 10, 1_000_000, tif=b"6"), 86_400),
+     ouch.REJECT_OTHER),
+    ("ClOrdID NUL", enter(1, b"B", 10, 1_000_000, cl="A\x00B"), ouch.REJECT_OTHER),
+    ("ClOrdID DEL", enter(1, b"B", 10, 1_000_000, cl="A\x7f"), ouch.REJECT_OTHER),
+    ("GTT with ExpireTime", _with_expire(enter(1, b"B", 10, 1_000_000, tif=b"6"), 3600), 0),
+])
+def test_enter_field_validation(run: Any, name: str, msg: bytes, reason: int) -> None:
+    r = run()
+    a = r.client()
+    a.login()
+    a.packet()
+    a.send(msg)
+    got = a.packet()
+    if reason == 0:
+        assert got[1:2] == b"A", name
+        return
+    rej = ouch.REJECTED.unpack(got[1:])
+    assert rej[0] == b"J" and rej[3] == reason, name
+
+
+@pytest.mark.parametrize("name,msg", [
+    ("GTT without ExpireTime", replace(1, 2, 20, 1_000_000, tif=b"6")),
+    ("ClOrdID with a control byte",
+     replace(1, 2, 20, 1_000_000)[:27] + b"\x01" + replace(1, 2, 20, 1_000_000)[28:]),
+])
+def test_replace_field_validation(run: Any, name: str, msg: bytes) -> None:
+    """A Replace with invalid details cancels the original (spec §2.2 outcome 2)."""
+    r = run()
+    a = r.client()
+    a.login()
+    a.packet()
+    a.send(enter(1, b"B", 10, 1_000_000))
+    a.packet()
+    a.send(msg)
+    c = ouch.CANCELED.unpack(a.packet()[1:])
+    assert (c[0], c[2], c[3]) == (b"C", 1, 10), name
+    a.send(_with_expire(replace(1, 3, 20, 1_000_000, tif=b"6"), 60))   # 1 is gone
+    a.send(enter(4, b"B", 10, 1_000_000, tif=b"6"))
+    assert ouch.REJECTED.unpack(a.packet()[1:])[2] == 4
+
+
+# ------------------------------------- restarts, descriptors: a server process of its own
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Process:
+    """``twinmatch serve`` in a process of its own (bounded start and stop)."""
+
+    def __init__(self, impl: str, port: int = 0, *extra: str, nofile: int = 0) -> None:
+        import subprocess
+        import sys
+
+        def limit() -> None:
+            if nofile:
+                import resource
+                resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
+
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "twinmatch", "serve", "--impl", impl, "--port", str(port),
+             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            preexec_fn=limit)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if "127.0.0.1:" not in line:
+            self.proc.kill()
+            _, err = self.proc.communicate(timeout=20)
+            raise RuntimeError(f"serve did not start: {line!r} {err[-2000:]}")
+        self.port = int(line.rsplit(":", 1)[1])
+
+    def stop(self, sig: int = 15) -> dict[str, int]:
+        """Signal it and wait (bounded); the stats it printed at a clean stop, or {}."""
+        import subprocess
+        self.proc.send_signal(sig)
+        try:
+            out, _ = self.proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, _ = self.proc.communicate(timeout=20)
+        lines = out.strip().splitlines()
+        return dict(json.loads(lines[-1])) if lines and lines[-1].startswith("{") else {}
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_a_restart_starts_a_new_session(impl: str, how: str) -> None:
+    """After kill -9 or a clean stop, a restarted server on the same port does not answer
+    for the previous run: its session id is new, so a login naming the old one gets
+    Login Rejected S (issue 30: the same session "1" with an empty log accepted
+    (session 1, sequence 3) at 2, and a re-sent UserRefNum became a new order)."""
+    import signal
+
+    first = Process(impl, 0, "--load-users", "2")
+    try:
+        c = Client(first.port)
+        acc = c.login("USER01", "PASSWD")
+        old = acc[1:11]
+        c.packet()
+        for urn in (1, 2, 5):
+            c.send(enter(urn, b"B", 1, 1_000_000))
+            assert c.packet()[1:2] == b"A"
+        c.close()
+    finally:
+        first.stop(signal.SIGKILL if how == "SIGKILL" else signal.SIGTERM)
+    second = Process(impl, first.port, "--load-users", "2")
+    try:
+        c = Client(second.port)
+        assert c.login("USER01", "PASSWD", seq=5, session=old) == b"JS"
+        c.close()
+        fresh = Client(second.port)
+        acc = fresh.login("USER01", "PASSWD")
+        assert acc[:1] == b"A" and acc[1:11] != old and int(acc[11:31]) == 1
+        fresh.close()
+    finally:
+        second.stop()
+
+
+def test_max_sessions_is_checked_against_the_descriptor_limit(impl: str) -> None:
+    """A configuration that cannot have its connections' descriptors is refused at start,
+    with a message naming RLIMIT_NOFILE."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", "import resource, sys; "
+         "resource.setrlimit(resource.RLIMIT_NOFILE, (60, 60)); "
+         "from twinmatch.cli import main; sys.exit(main())",
+         "serve", "--impl", impl], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2, (proc.stdout, proc.stderr)
+    assert "RLIMIT_NOFILE is 60" in proc.stderr and "max_sessions 64" in proc.stderr
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def test_descriptor_exhaustion_sheds_without_spinning(impl: str) -> None:
+    """With no descriptor left, a waiting connection is accepted and closed at once
+    (counted), the server does not spin, and once descriptors are free again a
+    client logs in (issue 30: the optimized twin spun at 100% CPU and the connection
+    was neither accepted nor refused)."""
+    import resource
+
+    server = Process(impl, 0, "--load-users", "1")
+    pid = server.proc.pid
+    try:
+        Client(server.port).close()           # the server has served one connection
+        time.sleep(0.3)
+        used = len(os.listdir(f"/proc/{pid}/fd"))
+        soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, (used, hard))
+        try:
+            socks = [socket.create_connection(("127.0.0.1", server.port), timeout=5)
+                     for _ in range(3)]
+            for s in socks:                   # each one closed at once, not left waiting
+                s.settimeout(5)
+                try:
+                    assert s.recv(1) == b""
+                except ConnectionResetError:
+                    pass
+            cpu = _cpu_seconds(pid)
+            time.sleep(1.0)
+            spent = _cpu_seconds(pid) - cpu
+            for s in socks:
+                s.close()
+        finally:
+            resource.prlimit(pid, resource.RLIMIT_NOFILE, (soft, hard))
+        assert spent < 0.3, f"the server used {spent:.2f} s of CPU in 1 s, idle"
+        c = Client(server.port)
+        assert c.login("L00001", "LOAD")[:1] == b"A"
+        c.close()
+    finally:
+        stats = server.stop(2)
+    assert server.proc.returncode == 0
+    assert stats["descriptors_exhausted"] >= 3 and stats["logins"] == 1, stats
+
+
+def test_server_side_timings(run: Any) -> None:
+    """One read-to-write time per read that brought a logged-in session's request: here
+    one order at a time, so one per order; a heartbeat brings no answer and no time."""
+    r = run()
+    c = r.client()
+    c.login()
+    c.packet()
+    for urn in range(1, 6):
+        c.send(enter(urn, b"B", 1, 1_000_000))
+        assert c.packet()[1:2] == b"A"
+    c.send(sb.frame(sb.CLIENT_HEARTBEAT))
+    wait_stat(r, "packets_in", 7)
+    r.stop()
+    t = r.server.timings()
+    assert t.dtype == np.int64 and len(t) == 5 and (t > 0).all(), t

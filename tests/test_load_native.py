@@ -315,3 +315,18 @@ def test_a_session_that_gets_more_than_its_share() -> None:
     assert result and result[0].acks == result[0].sent == 600, result
     share = 600 // 2 + 2 + 1   # what native/load.hpp sizes each session's tables for
     assert len(fast) > share and len(fast) + len(slow) == 600, (len(fast), len(slow))
+
+
+@pytest.mark.parametrize("client", ["python", "native"])
+def test_open_loop_reports_the_clients_own_delay(served: Running, client: str) -> None:
+    """Open loop: one send delay per request (schedule to the turn that sent it), the
+    client's own share of each latency; the closed loop has none."""
+    opened = run_load(served.port, sessions=2, requests=200, mode="open", rate=2000,
+                      timeout=30, client=client, first_user=1)
+    assert len(opened.send_delays_ns) == 200 and (opened.send_delays_ns >= 0).all()
+    s = opened.summary()
+    assert s["send_delay_p50_us"] is not None
+    assert s["send_delay_p50_us"] <= s["send_delay_p99_us"]
+    closed = run_load(served.port, sessions=2, requests=50, mode="closed", window=2,
+                      timeout=30, client=client, first_user=3)
+    assert len(closed.send_delays_ns) == 0 and closed.summary()["send_delay_p50_us"] is None

@@ -644,14 +644,29 @@ def serve_cmd(args: argparse.Namespace) -> int:
             from optimized.entry import Server as OptimizedServer
             server = OptimizedServer(cfg, args.port, itch_out=args.itch_out)
         port = server.start()
-    except (OSError, RuntimeError) as exc:
+    except (OSError, RuntimeError, ValueError) as exc:
         return _bad_argument("serve", exc)
     print(f"twinmatch serve: {args.impl} order entry on 127.0.0.1:{port}", flush=True)
     while not done.wait(0.2):
         pass
     server.stop()
+    if args.timings_out:
+        _write_timings(args.timings_out, server.timings())
     print(json.dumps(server.stats()), flush=True)
     return 0
+
+
+def _write_timings(path: Path, timings: Any) -> None:
+    """The server-side read-to-write times (.npy, int64 ns): written to a temporary name,
+    fsynced and renamed, so a failed run leaves no half-written file."""
+    import numpy as np
+
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.save(f, np.asarray(timings, dtype=np.int64))
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
 
 
 def load_cmd(args: argparse.Namespace) -> int:
@@ -687,6 +702,8 @@ def _add_entry_parsers(sub: Any) -> None:
     s.add_argument("--clock", choices=["wall", "fixed"], help="fixed: deterministic stamps")
     s.add_argument("--itch-out", type=Path, metavar="FILE",
                    help="write the exchange's own ITCH 5.0 market data here (an ITCH file)")
+    s.add_argument("--timings-out", type=Path, metavar="FILE.npy",
+                   help="at stop, the server-side read-to-write times (int64 ns, numpy)")
     s.set_defaults(func=serve_cmd)
     ld = sub.add_parser("load", help="chapter 12: a load client for twinmatch serve")
     ld.add_argument("--port", type=int, required=True)

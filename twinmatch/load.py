@@ -62,6 +62,8 @@ class LoadResult:
     latencies_ns: np.ndarray
     unanswered: int
     late_sends: int = 0          # open loop: requests sent after their scheduled time
+    # open loop: how late each request left its schedule (the client's own share)
+    send_delays_ns: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     @property
     def acks_per_s(self) -> float:
@@ -78,6 +80,11 @@ class LoadResult:
             out[f"{name}_us"] = (round(float(np.percentile(lat, p, method="inverted_cdf"))
                                        / 1000, 1) if len(lat) else None)
         out["max_us"] = round(float(lat.max()) / 1000, 1) if len(lat) else None
+        delays = self.send_delays_ns
+        for name, p in (("p50", 50.0), ("p99", 99.0)):
+            out[f"send_delay_{name}_us"] = (
+                round(float(np.percentile(delays, p, method="inverted_cdf")) / 1000, 1)
+                if len(delays) else None)
         return out
 
 
@@ -222,6 +229,7 @@ def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "
         ss.append(s)
         sel.register(sock, selectors.EVENT_READ, s)
     latencies: list[int] = []
+    delays: list[int] = []       # open loop: now - scheduled, per request
     sent = acks = late = 0
     deadline = time.monotonic() + timeout
     _await_logins(ss, sel, deadline)   # the schedule starts when every session is in
@@ -254,6 +262,7 @@ def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "
                     break
                 if now - scheduled > 1_000_000:
                     late += 1
+                delays.append(max(0, now - scheduled))
                 send(s, scheduled)       # charged from its schedule, not from now
                 next_index += 1
         # --8<-- [end:schedule]
@@ -308,7 +317,8 @@ def run_load(port: int, sessions: int = 4, requests: int = 10_000, mode: str = "
         s.sock.close()
     sel.close()
     return LoadResult(mode, sessions, sent, acks, seconds,
-                      np.asarray(latencies, dtype=np.int64), unanswered, late)
+                      np.asarray(latencies, dtype=np.int64), unanswered, late,
+                      np.asarray(delays, dtype=np.int64))
 
 
 
@@ -318,8 +328,9 @@ def _run_native(port: int, sessions: int, requests: int, mode: str, rate: float,
     """run_load through the C++ client (imported here: the Python one needs no build)."""
     from optimized import _native
 
-    sent, acks, seconds, unanswered, late, latencies = _native.run_load_native(
+    sent, acks, seconds, unanswered, late, latencies, delays = _native.run_load_native(
         port, sessions, requests, mode == "open", rate, window, cancel_share, replace_share,
         seed % (1 << 64), timeout, first_user, pace)
     return LoadResult(mode, sessions, sent, acks, seconds,
-                      np.asarray(latencies, dtype=np.int64), unanswered, late)
+                      np.asarray(latencies, dtype=np.int64), unanswered, late,
+                      np.asarray(delays, dtype=np.int64))

@@ -53,3 +53,11 @@ def test_impossible_lengths(mod: ModuleType, bad: bytes) -> None:
     f = mod.Framer(max_packet=1024)
     with pytest.raises(mod.FrameError):
         f.feed(frame(b"R") + bad)
+
+
+def test_packets_before_a_bad_length_are_not_lost(mod: ModuleType) -> None:
+    """An order and a length-0 packet in one recv: the order still counts."""
+    f = mod.Framer(max_packet=1024)
+    with pytest.raises(mod.FrameError) as info:
+        f.feed(frame(b"R") + frame(b"U", b"O" + bytes(46)) + b"\x00\x00")
+    assert info.value.packets == [b"R", b"U" + b"O" + bytes(46)]

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 
 class FrameError(ValueError):
-    """A Packet Length no packet may have (0, or over the limit): the stream is lost."""
+    """A Packet Length no packet may have (0, or over the limit): the stream is lost.
+    ``packets``: the whole packets cut before it in the same feed, which the caller
+    must still handle (an order among them was sent before the bad bytes)."""
+
+    def __init__(self, message: str, packets: list[bytes]) -> None:
+        super().__init__(message)
+        self.packets = packets
 
 
 class Framer:
@@ -21,7 +27,8 @@ class Framer:
     def feed(self, data: bytes) -> list[bytes]:
         """Add bytes; return every packet now complete: its type byte and payload,
         without the 2-byte length. Raise FrameError for a length of 0 or over
-        max_packet (as soon as the 2 length bytes have arrived)."""
+        max_packet (as soon as the 2 length bytes have arrived), carrying the packets
+        already cut in this call."""
         # TODO: append data to a buffer; while the buffer holds at least the 2 length
         # bytes, read the length, check it, and if the whole packet has arrived, cut it
         # off the front of the buffer and add it to the result.
