@@ -1686,7 +1686,9 @@ class EntryServerCore:
         """Ask run() to end (any thread)"""
 
     def timings(self) -> list[int]:
-        """Server-side read-to-write times in ns, one per read (after run() returned)"""
+        """
+        Server-side read-to-write times in ns, one per read (after run() returned)
+        """
 
     def stats(self) -> list[int]: ...
 
