@@ -52,6 +52,7 @@ from contract.journal import (
     write_snapshot,
 )
 from optimized import _native
+from tests import fs_faults
 from twinmatch.cli import main as cli_main
 from twinmatch.flow import order_flow
 from twinmatch.replay import write_fills
@@ -829,16 +830,8 @@ def test_power_cut_at_every_byte(twin: ModuleType, tmp_path: Path) -> None:
 @pytest.fixture
 def full_disk(tmp_path: Path) -> Iterator[Path]:
     """A real file system with 64 KiB of room (tmpfs), mounted for the test only."""
-    mnt = tmp_path / "disk"
-    mnt.mkdir()
-    mount = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)],
-                           capture_output=True, text=True, timeout=30)
-    if mount.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mount.stderr.strip()}")
-    try:
+    with fs_faults.full_disk(tmp_path / "disk", "64k") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], capture_output=True, timeout=30)
 
 
 @pytest.mark.parametrize("impl", sorted(TWINS))
