@@ -64,8 +64,8 @@ class Running:
         self.port = self.server.start()
         self.clients: list[Client] = []
 
-    def client(self) -> Client:
-        c = Client(self.port)
+    def client(self, timeout: float = 5.0) -> Client:
+        c = Client(self.port, timeout)
         self.clients.append(c)
         return c
 
@@ -276,6 +276,26 @@ def test_replay_from_requested_sequence(run: Any) -> None:
     assert accepted_seq(again.login(seq=2)) == 2
     assert again.packets(2) == day[1:]
     assert r.stats()["replayed"] == 1 + 2           # the first login's 1, then 2
+
+
+def test_a_log_of_megabytes_replays_whole(run: Any) -> None:
+    """A session's log grows past several of the optimized twin's 2 MiB steps (it never
+    moves or copies its bytes: LogArray in native/entry.hpp) and a re-login from
+    sequence 1 gets every message back, byte for byte, in both twins."""
+    r = run()
+    a = r.client(timeout=60.0)
+    a.login()
+    first = a.packets(1)
+    n = 70_000  # about 68 bytes of log each: 4.8 MB, three 2 MiB steps
+    burst = b"".join(enter(urn, b"B", 10, 1_000_000) for urn in range(1, n + 1))
+    a.send(burst)
+    day = first + a.packets(n)
+    assert len(day) == n + 1 and sum(len(p) + 3 for p in day) > 2 * (2 << 20)
+    a.send(sb.frame(sb.LOGOUT_REQUEST))
+    assert a.closed(30.0)
+    again = r.client(timeout=60.0)
+    assert accepted_seq(again.login(seq=1)) == 1
+    assert again.packets(n + 1) == day
 
 
 def test_replay_zero_and_past_the_end(run: Any) -> None:
