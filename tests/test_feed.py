@@ -15,7 +15,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -80,11 +80,15 @@ def heartbeat(seq: int, end: bool = False) -> bytes:
 
 
 def run_pair(twin: str, raw: bytes, rx_kw: dict[str, Any] | None = None,
+             before: Callable[[int], None] | None = None,
              **ex_kw: Any) -> tuple[dict[str, Any], dict[str, int], Any]:
-    """An exchange thread and a receiver on loopback; (receiver report, exchange stats, rx)."""
+    """An exchange thread and a receiver on loopback; (receiver report, exchange stats, rx).
+    ``before(port)`` runs once the receiver listens, before the exchange exists."""
     rx_kw = dict(rx_kw or {})
     no_server = rx_kw.pop("no_server", False)
     rx = receiver_for(twin, 0, None, **rx_kw)
+    if before is not None:
+        before(rx.port)
     ex_kw.setdefault("linger_ns", 300_000_000)
     ex_kw.setdefault("heartbeat_ns", 100_000_000)
     ex = Exchange(raw, rx.port, 0, **ex_kw)
@@ -602,19 +606,12 @@ def test_a_session_name_is_checked() -> None:
 def test_a_stray_end_of_session_sent_before_the_sender_starts(twin: str) -> None:
     """The issue's run: one stray end of session, then the real day over loopback."""
     raw, books = day()
-    rx = receiver_for(twin, 0, None)
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.sendto(other(1, 0xFFFF), ("127.0.0.1", rx.port))
-    ex = Exchange(raw, rx.port, 0, linger_ns=300_000_000, heartbeat_ns=100_000_000)
-    rx.set_request_port(ex.request_port)
-    thread, stop, _ = start_exchange(ex)
-    try:
-        rep = rx.run(MAX_NS)
-    finally:
-        stop.set()
-        thread.join(10)
-        ex.close()
-        rx.close()
+
+    def stray(port: int) -> None:
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+            s.sendto(other(1, 0xFFFF), ("127.0.0.1", port))
+
+    rep, _, rx = run_pair(twin, raw, before=stray)
     assert rep["messages"] == len(message_offsets(raw)) - 1
     assert rep["stop"] == "end" and rep["lost"] == 0 and rep["unsynced"] == 1
     assert rx.market.books_csv() == books
