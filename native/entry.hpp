@@ -160,10 +160,10 @@ struct Order {          // a live order as its owner sees it
 // A session's sequenced messages only grow: SoupBinTCP keeps every one for the
 // session's life (a client may log in again and ask for any of them). A std::vector
 // would copy all of it at each doubling, and at hundreds of megabytes that copy is a
-// pause of a tenth of a second in which no session is served (the witness-under-flood
-// benchmark's p99 was 323 ms with vectors). Here the array lives in reserved address
-// space (PROT_NONE: neither backed nor charged) made usable 2 MiB at a time; if the
-// reservation fills, mremap moves the page tables, never the bytes.
+// pause in which no session is served (the witness-under-flood benchmark's tail was
+// those doublings). Here the array lives in reserved address space (PROT_NONE:
+// neither backed nor charged) made usable 2 MiB at a time; if the reservation fills,
+// mremap moves the page tables, never the bytes.
 template <class T>
 class LogArray {
     static_assert(std::is_trivially_copyable_v<T>);

@@ -1,9 +1,11 @@
-// Reading NASDAQ TotalView-ITCH 5.0 without copying: the optimized twin of naive/itch.py.
+// Reading NASDAQ TotalView-ITCH 5.0 without copying: the optimized twin of
+// naive/itch.py.
 //
 // The decoder walks a read-only byte buffer (bytes, mmap, numpy) in place. Each message
-// layout is a struct of byte arrays that mirrors the wire exactly (sizes static_asserted
-// against the spec), and every multi-byte field is read big-endian by a small loader.
-// Nothing here allocates or touches Python; the binding (itch_bind.cpp) owns memory.
+// layout is a struct of byte arrays that mirrors the wire exactly (sizes
+// static_asserted against the spec), and every multi-byte field is read big-endian by a
+// small loader. Nothing here allocates or touches Python; the binding (itch_bind.cpp)
+// owns memory.
 #pragma once
 #include <array>
 #include <bit>
@@ -21,8 +23,8 @@
 namespace twinmatch::itch {
 
 // --8<-- [start:byteswap]
-// ITCH integers are big-endian; x86 and ARM are little-endian. memcpy is the portable way
-// to load from an address with no alignment promise (a cast + dereference would be
+// ITCH integers are big-endian; x86 and ARM are little-endian. memcpy is the portable
+// way to load from an address with no alignment promise (a cast + dereference would be
 // undefined behaviour); compilers turn it into one load, and the bswap into one
 // instruction. (std::byteswap arrives only in C++23.)
 inline std::uint16_t be16(const std::uint8_t* p) {
@@ -43,14 +45,15 @@ inline std::uint64_t be64(const std::uint8_t* p) {
     if constexpr (std::endian::native == std::endian::little) v = __builtin_bswap64(v);
     return v;
 }
-// The 6-byte timestamp: a 2-byte and a 4-byte load, never an 8-byte load that would read
-// two bytes past the field (and, for a message at the end of a buffer, past the buffer).
+// The 6-byte timestamp: a 2-byte and a 4-byte load, never an 8-byte load that would
+// read two bytes past the field (and, for a message at the end of a buffer, past the
+// buffer).
 inline std::uint64_t be48(const std::uint8_t* p) {
     return (std::uint64_t{be16(p)} << 32) | be32(p + 2);
 }
 
-// Wire field types: plain byte arrays, so they have alignment 1 and a struct made of them
-// has no padding anywhere. get() does the byte swap.
+// Wire field types: plain byte arrays, so they have alignment 1 and a struct made of
+// them has no padding anywhere. get() does the byte swap.
 struct U16 { std::uint8_t b[2]; std::uint16_t get() const { return be16(b); } };
 struct U32 { std::uint8_t b[4]; std::uint32_t get() const { return be32(b); } };
 struct U48 { std::uint8_t b[6]; std::uint64_t get() const { return be48(b); } };
@@ -61,8 +64,8 @@ template <std::size_t N> using Alpha = std::array<char, N>;  // space padded tex
 
 // --8<-- [start:structs]
 // One struct per message, field for field as in the spec (offsets count from the type
-// byte). pack(1) states the intent; with byte-array fields there is nothing to pack, and
-// the static_asserts prove the sizes equal the spec's lengths.
+// byte). pack(1) states the intent; with byte-array fields there is nothing to pack,
+// and the static_asserts prove the sizes equal the spec's lengths.
 #pragma pack(push, 1)
 struct Header {             // every message starts with these 11 bytes
     Char type;
@@ -129,7 +132,8 @@ static_assert(sizeof(Noii) == 50 && sizeof(Rpii) == 20 && sizeof(Dlcr) == 48);
 static_assert(offsetof(AddOrder, price) == 32 && offsetof(OrderReplace, price) == 31);
 // --8<-- [end:structs]
 
-// Each type's fixed length, indexed by the type byte; 0 = unknown type (skip and count).
+// Each type's fixed length, indexed by the type byte; 0 = unknown type (skip and
+// count).
 inline constexpr std::array<std::uint8_t, 256> kLength = [] {
     std::array<std::uint8_t, 256> t{};
     t['S'] = sizeof(SystemEvent);        t['R'] = sizeof(StockDirectory);
@@ -147,8 +151,9 @@ inline constexpr std::array<std::uint8_t, 256> kLength = [] {
     return t;
 }();
 
-// The smallest record (prefix + message) that yields an event is an S: a buffer of n bytes
-// yields at most n / kMinEventRecord events, so the caller can size the output once.
+// The smallest record (prefix + message) that yields an event is an S: a buffer of n
+// bytes yields at most n / kMinEventRecord events, so the caller can size the output
+// once.
 inline constexpr std::size_t kMinEventRecord = 2 + sizeof(SystemEvent);
 static_assert(sizeof(SystemEvent) <= sizeof(OrderDelete) && sizeof(SystemEvent) <= sizeof(BrokenTrade));
 
@@ -167,10 +172,11 @@ struct ScanResult {
 
 // --8<-- [start:read_field]
 // Read one field of wire struct T straight from the message at p: offsetof gives the
-// field's position (checked against the spec above), its type gives width and byte order.
-// Each read is one small load (+ bswap). Copying whole structs out first is legal too, but
-// GCC turns a 36-byte copy into a slow `rep movs`; and casting p to `const T*` and reading
-// through it would be undefined behaviour (no T object lives at p).
+// field's position (checked against the spec above), its type gives width and byte
+// order. Each read is one small load (+ bswap). Copying whole structs out first is
+// legal too, but GCC turns a 36-byte copy into a slow `rep movs`; and casting p to
+// `const T*` and reading through it would be undefined behaviour (no T object lives at
+// p).
 template <class F>
 inline auto read_field(const std::uint8_t* q) {
     if constexpr (std::is_same_v<F, Char>) return *q;
@@ -185,10 +191,10 @@ inline auto read_field(const std::uint8_t* q) {
 
 // --8<-- [start:decode_one]
 // shares and price sit side by side in the event (offsets 32 and 36) and go in with one
-// 8-byte store. Code that reads the event back may load both at once (Market's add does),
-// and a load that spans two separate stores cannot take its bytes from the store buffer:
-// it waits until both stores have reached the cache (a perf profile of Market::run_itch
-// showed that wait as the hottest instruction of an add).
+// 8-byte store. Code that reads the event back may load both at once (Market's add
+// does), and a load that spans two separate stores cannot take its bytes from the store
+// buffer: it waits until both stores have reached the cache (a perf profile of
+// Market::run_itch showed that wait as the hottest instruction of an add).
 inline void put_shares_price(ItchEvent& e, std::uint32_t shares, std::uint32_t price) {
     static_assert(std::endian::native == std::endian::little, "shares is the low half");
     const std::uint64_t both = std::uint64_t(shares) | (std::uint64_t(price) << 32);
@@ -336,18 +342,20 @@ inline ScanResult scan_scalar(const std::uint8_t* buf, std::size_t n, ItchEvent*
 // --8<-- [start:simd_table]
 // The same loop with one AVX-512 VBMI instruction doing all of decode_event's work.
 //
-// What the scalar loop above cannot avoid: (1) a branch per message on its type, which a
-// random mix of A/D/U types makes unpredictable; (2) its output: ordinary stores into
-// memory that is not in cache make the CPU first read each line in ("read for ownership");
-// (3) the framing chain (the next record's offset needs this record's length), which no
-// decoder avoids. Chapter 3's table has a row for each loop ("Optimized" runs this one
-// when the CPU has it, "Optimized, portable loop" the scalar one).
+// What the scalar loop above cannot avoid: (1) a branch per message on its type, which
+// a random mix of A/D/U types makes unpredictable; (2) its output: ordinary stores into
+// memory that is not in cache make the CPU first read each line in ("read for
+// ownership"); (3) the framing chain (the next record's offset needs this record's
+// length), which no decoder avoids. Chapter 3's table has a row for each loop
+// ("Optimized" runs this one when the CPU has it, "Optimized, portable loop" the scalar
+// one).
 //
-// Here every event field is a byte of the message (byte-swapped for integers) or zero, so
-// per type a 64-entry table says "output byte j = message byte idx[j]" and VPERMB applies
-// it to the whole message at once: no switch, no per-field loads. Events collect in a
-// small buffer in L1 and leave in 64-byte "streaming" stores that skip the read for
-// ownership; they are used only for outputs too large to stay in the caches anyway.
+// Here every event field is a byte of the message (byte-swapped for integers) or zero,
+// so per type a 64-entry table says "output byte j = message byte idx[j]" and VPERMB
+// applies it to the whole message at once: no switch, no per-field loads. Events
+// collect in a small buffer in L1 and leave in 64-byte "streaming" stores that skip the
+// read for ownership; they are used only for outputs too large to stay in the caches
+// anyway.
 struct alignas(64) EventShuffle {  // each 64-byte index row in one cache line
     std::array<std::array<std::uint8_t, 64>, 256> index{};  // event byte j <- message byte
     std::array<std::uint64_t, 256> keep{};   // bit j set: event byte j comes from the message
@@ -450,8 +458,8 @@ inline ScanResult scan_vbmi(const std::uint8_t* buf, std::size_t n, ItchEvent* o
     std::size_t off = 0;
     ItchEvent* const first = out;
     while (n - off >= 2) {
-        // Lengths are < 256 for every known type: the common case reads just the low byte,
-        // which shortens the record-to-record dependency by the byte swap.
+        // Lengths are < 256 for every known type: the common case reads just the low
+        // byte, which shortens the record-to-record dependency by the byte swap.
         std::size_t len = buf[off + 1];
         if (buf[off] != 0) len = be16(buf + off);
         if (len == 0) {
@@ -475,7 +483,8 @@ inline ScanResult scan_vbmi(const std::uint8_t* buf, std::size_t n, ItchEvent* o
         }
         ++counts[type];
         // Load exactly `len` bytes (the mask stops the load at the record's end, and
-        // masked-off bytes are never touched), permute them into an event, zero the rest.
+        // masked-off bytes are never touched), permute them into an event, zero the
+        // rest.
         const __m512i bytes = _mm512_maskz_loadu_epi8((std::uint64_t{1} << len) - 1, msg);
         const __m512i index = _mm512_loadu_si512(kShuffle.index[type].data());
         const __m512i event = _mm512_maskz_permutexvar_epi8(kShuffle.keep[type], index, bytes);
@@ -504,8 +513,9 @@ inline bool cpu_has_vbmi() { return false; }
 #endif
 
 // --8<-- [start:simd_dispatch]
-// Streaming stores bypass the caches: only for an output of 1 MiB or more, too large to be
-// read back from a core's own caches; a smaller one stays cached for whoever reads it next.
+// Streaming stores bypass the caches: only for an output of 1 MiB or more, too large to
+// be read back from a core's own caches; a smaller one stays cached for whoever reads
+// it next.
 inline constexpr std::size_t kStreamingBytes = 1u << 20;
 
 // Decode (see scan_scalar) with the fastest loop this CPU supports; `simd = false`
@@ -527,9 +537,9 @@ inline ScanResult scan(const std::uint8_t* buf, std::size_t n, ItchEvent* out,
 // The bandwidth ceiling for the benchmarks: one sequential pass that reads every byte
 // and does as little as possible with it (the sum of its 8-byte words, then the tail
 // bytes, mod 2^64). The adds go to several independent accumulators: with one, each add
-// waits for the one before it, and the loop measures the add's latency (one 8-byte word
-// per cycle or so), not what memory can deliver. Wide loads (16 bytes with SSE2, which
-// every x86-64 has; 32 with AVX2, picked at run time) need fewer instructions a byte.
+// waits for the one before it, and the loop measures the add's latency, not what memory
+// can deliver. Wide loads (16 bytes with SSE2, which every x86-64 has; 32 with AVX2,
+// picked at run time) need fewer instructions a byte.
 inline std::uint64_t sum_tail(const std::uint8_t* buf, std::size_t i, std::size_t n,
                               std::uint64_t s) {
     for (; i + 8 <= n; i += 8) {
