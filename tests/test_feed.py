@@ -747,3 +747,18 @@ def test_extreme_timestamps_are_handled_alike() -> None:
         out.append(dict(rx.stats))
         rx.close()
     assert out[0] == out[1] and out[0]["overflow"] >= 1
+
+
+@pytest.mark.parametrize("twin", TWINS)
+@pytest.mark.parametrize("kw", [{"hold": 0}, {"hold": MAX_HOLD + 1}, {"hold": -1},
+                                {"max_jump": 0}, {"max_jump": 2**64}, {"max_jump": -5}],
+                         ids=["hold-0", "hold-too-big", "hold-negative", "jump-0",
+                              "jump-2^64", "jump-negative"])
+def test_hold_and_max_jump_out_of_range_are_refused(twin: str, kw: dict[str, int]) -> None:
+    """The receiver's new limits: a value out of range is a ValueError naming the field,
+    the same in both twins, and no socket is left open behind it."""
+    name = next(iter(kw))
+    before = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(ValueError, match=name):
+        receiver_for(twin, 0, None, **kw)
+    assert len(os.listdir("/proc/self/fd")) == before

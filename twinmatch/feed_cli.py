@@ -338,7 +338,12 @@ def receiver_for(impl: str, port: int, request_port: int | None, **kw: Any) -> A
     if impl == "naive":
         from naive import feed as naive_feed
 
-        return naive_feed.Receiver(naive_feed.open_socket(port), None, request_port, **kw)
+        sock = naive_feed.open_socket(port)
+        try:
+            return naive_feed.Receiver(sock, None, request_port, **kw)
+        except BaseException:
+            sock.close()  # a refused setting must not leak the socket it was given
+            raise
     from optimized import feed as opt_feed
 
     return opt_feed.Receiver(port, None, request_port, **kw)
