@@ -821,6 +821,49 @@ def columns_layout_html(data: dict[str, Any], label: str) -> str | None:
     return "\n".join(lines)
 
 
+SIMD_SIZES = {"l2": "the L2-sized input", "dram": "the DRAM-sized input"}
+# A loop that runs at this share of a plain read of its own bytes or more is held back by
+# the bytes (memory); well below it, by its instructions.
+BYTES_BOUND_SHARE = 0.75
+
+
+def simd_sizes_verdict(records: list[dict[str, Any]]) -> str | None:
+    """Chapter 9's sentence on the layouts at two input sizes, from the paired records
+    ``simd-<size>-<pair>`` (tests/bench/test_bench_columns.py), or None if unmeasured."""
+    by_key = {str(r["key"]): r for r in records}
+    parts = []
+    for size, name in SIMD_SIZES.items():
+        rec = {k.removeprefix(f"simd-{size}-"): r for k, r in by_key.items()
+               if k.startswith(f"simd-{size}-")}
+        need = ("soa-vs-aos", "read-soa-vs-aos", "aos-vs-read", "vs-aos", "vs-read")
+        if not all(k in rec for k in need):
+            return None
+
+        def ratio(key: str, rec: dict[str, dict[str, Any]] = rec) -> str:
+            r = rec[key]
+            return fmt_ratio(float(r["median"])) if measurable(r) else NO_EFFECT
+
+        layout = rec["soa-vs-aos"]
+        layout_text = (f"the columns make the scalar loop {ratio('soa-vs-aos')} faster"
+                       if measurable(layout) and float(layout["median"]) > 1
+                       else "the columns do not make the scalar loop measurably faster"
+                       if not measurable(layout)
+                       else f"the columns make the scalar loop slower "
+                            f"({fmt_ratio(float(layout['median']))})")
+        share = float(rec["aos-vs-read"]["median"])
+        held = ("its bytes, not its instructions, hold it back"
+                if share >= BYTES_BOUND_SHARE else
+                "its instructions, not its bytes, hold it back")
+        parts.append(
+            f"At {name}, {layout_text}, while a plain read of the columns' bytes is "
+            f"{ratio('read-soa-vs-aos')} faster than a read of the records'; the record "
+            f"loop runs at {share:.2f} of the speed of reading its own bytes, so {held}. "
+            f"The SIMD kernel over the columns is {ratio('vs-aos')} faster than the record "
+            f"loop there and runs at {float(rec['vs-read']['median']):.2f} of the speed of "
+            "reading its columns.")
+    return " ".join(parts)
+
+
 # ----------------------------------------------------------------- chapter 13 (live_feed)
 
 
@@ -1206,6 +1249,9 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
             write(f"{group}-paired-table.md", paired_table_html(group, records, label))
             extra_numbers.update(paired_numbers(records))
     columns_layout = columns_layout_html(data, label)  # chapter 9
+    sizes_verdict = simd_sizes_verdict(paired_records(data, "simd"))
+    if sizes_verdict is not None:
+        extra_numbers["simd-sizes-verdict"] = sizes_verdict
     if columns_layout is not None:
         write("simd-layout-table.md", columns_layout)
     feed_runs = live_feed_records(data)

@@ -5,10 +5,15 @@
 A full ``make bench-run`` takes most of an hour; when only some groups changed, a run of
 those groups can replace their rows in the reference. Every benchmark of NEW replaces the
 reference's benchmark of the same name (and a paired record its record of the same key);
-the rest of the reference is kept. The output's machine and commit are NEW's, and
-``merged_from`` names the earlier run (its commit, date, CPU: a merge may lay one
-machine's rows over another's, and every table must say so) and the groups whose rows still
-come from it, so scripts/figures.py can say on every table which rows are older.
+the rest of the reference is kept, except that a group NEW measured is NEW's alone: the
+reference's other rows of that group (a row the new run no longer has, such as an AVX-512
+row measured on another machine) are dropped, because the rows of one table are compared
+with each other and must come from one run. The "paired" group is the exception: each of
+its records is a target's own comparison, replaced by key. The output's machine and
+commit are NEW's, and ``merged_from`` names the earlier run (its commit, date, CPU: a
+merge may lay one machine's rows over another's, and every table must say so) and the
+groups whose rows still come from it, so scripts/figures.py can say on every table
+which rows are older.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "chapters" / "generated" / "bench-reference.json"
+SHARED_GROUP = "paired"  # the speed targets' records: one comparison each, merged by key
 
 
 def key(b: dict[str, Any]) -> str:
@@ -32,12 +38,14 @@ def key(b: dict[str, Any]) -> str:
 
 def merge(new: dict[str, Any], ref: dict[str, Any]) -> dict[str, Any]:
     fresh = {key(b) for b in new.get("benchmarks", [])}
+    # Groups the new run measured: their older rows go (one table, one run).
+    replaced = {str(b.get("group")) for b in new.get("benchmarks", [])} - {SHARED_GROUP}
     cpu = ((ref.get("machine_info") or {}).get("cpu") or {}).get("brand_raw", "")
     stamp = {"commit": str((ref.get("commit_info") or {}).get("id", "?"))[:10],
              "date": str(ref.get("datetime", ""))[:10], "cpu": str(cpu)}
     kept = []
     for b in ref.get("benchmarks", []):
-        if key(b) in fresh:
+        if key(b) in fresh or str(b.get("group")) in replaced:
             continue
         b = dict(b)
         info = dict(b.get("extra_info") or {})

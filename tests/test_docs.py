@@ -253,3 +253,27 @@ def test_paired_records_keep_cpu_time_and_targets_judge_it() -> None:
     [result] = [r for r in targets.evaluate(run) if r["key"] == "tables-day-vs-itchbook"]
     assert result["status"] == "FAIL"
     assert "CPU time not measured" in targets.describe(result)[0]
+
+
+def test_simd_sizes_verdict_follows_the_paired_data() -> None:
+    """Chapter 9's sentence on the two input sizes is generated from the paired records: it
+    names what holds the record loop back from its share of a read, and a ratio whose IQR
+    straddles 1.0 as no measurable effect."""
+    figures = load_script("figures")
+
+    def rec(key: str, q1: float, median: float, q3: float) -> dict[str, object]:
+        return {"key": key, "q1": q1, "median": median, "q3": q3}
+
+    records = []
+    for size, share in (("l2", 0.35), ("dram", 0.9)):
+        records += [rec(f"simd-{size}-soa-vs-aos", 0.9, 1.05, 1.2),
+                    rec(f"simd-{size}-read-soa-vs-aos", 4.0, 4.3, 4.5),
+                    rec(f"simd-{size}-aos-vs-read", share - .01, share, share + .01),
+                    rec(f"simd-{size}-vs-aos", 2.0, 2.2, 2.4),
+                    rec(f"simd-{size}-vs-read", 0.4, 0.45, 0.5)]
+    text = figures.simd_sizes_verdict(records)
+    l2, dram = text.split("At the DRAM-sized input")
+    assert "instructions, not its bytes, hold it back" in l2
+    assert "bytes, not its instructions, hold it back" in dram
+    assert "do not make the scalar loop measurably faster" in l2
+    assert figures.simd_sizes_verdict(records[:-1]) is None  # one record missing: unmeasured

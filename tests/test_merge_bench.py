@@ -50,3 +50,18 @@ def test_new_rows_replace_old_and_the_rest_is_stamped() -> None:
     assert "rows of groups itch from the run of commit aaaaaaaaaa (2026-12-01, CPU of a)" in label
     # each older run names its own machine: rows merged from two machines say so
     assert "(2026-12-02, CPU of b)" in label
+
+
+def test_a_group_the_new_run_measured_is_the_new_runs_alone() -> None:
+    """A row of a re-measured group that the new run lacks (an AVX-512 row measured on a
+    machine that had it) is dropped: one table's rows come from one run. The "paired"
+    group's records are the targets' own comparisons and are replaced one by one."""
+    ref = _run("aaaaaaaaaaaa", "2026-12-01T00:00",
+               [("simd", "filter[avx2]"), ("simd", "filter[avx512]"), ("paired", "p1"),
+                ("paired", "p2")])
+    new = _run("bbbbbbbbbbbb", "2026-12-02T00:00", [("simd", "filter[avx2]"), ("paired", "p1")])
+    out = merge_bench.merge(new, ref)
+    names = [(b["group"], b["name"]) for b in out["benchmarks"]]
+    assert names == [("simd", "filter[avx2]"), ("paired", "p1"), ("paired", "p2")]
+    assert out["merged_from"] == [{"commit": "aaaaaaaaaa", "date": "2026-12-01",
+                                   "cpu": "CPU of a", "groups": ["paired"]}]

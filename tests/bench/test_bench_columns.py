@@ -273,3 +273,103 @@ def filter_counts() -> dict[str, dict[str, float]]:
             out[impl] = {"Ir": d["Ir"] / rows, "D1": (d["D1mr"] + d["D1mw"]) / rows,
                          "LL": (d["ILmr"] + d["DLmr"] + d["DLmw"]) / rows}
     return out
+
+
+# ------------------------------------------------------ the layouts at two input sizes
+#
+# Whether the columns' fewer bytes matter depends on where the bytes come from. At an
+# input that fits the core's L2 cache the record loop is not starved of bytes, so the
+# layout is worth little; at an input far larger than the last-level cache every byte
+# comes from DRAM and the record loop reads 56 bytes a row where the column loop reads 13.
+# The two inputs are cut from (or tiled out of) the same decoded day, so the query and the
+# rows are the same; only the amount changes.
+L2_ROWS = 12_000            # 672 KB of records (and 156 KB of columns): inside a 1 MiB L2
+DRAM_ROWS = 2 * N if SMALL else 4_000_000  # 224 MB of records, 52 MB of columns (> L3)
+SIZES = {"l2": L2_ROWS, "dram": DRAM_ROWS}
+
+
+@lru_cache(maxsize=2)
+def sized_day(rows: int) -> np.ndarray:
+    """``rows`` rows of the day: every k-th row (so the mix of the whole day, not its first
+    minutes), or the whole day repeated until it has that many (a copy either way)."""
+    ev = day()
+    if rows <= len(ev):
+        return np.ascontiguousarray(ev[:: len(ev) // rows][:rows])
+    reps = -(-rows // len(ev))
+    return np.ascontiguousarray(np.tile(ev, reps)[:rows])
+
+
+@lru_cache(maxsize=2)
+def sized_columns(rows: int) -> optimized.columns.Columns:
+    return optimized.columns.Columns(sized_day(rows))
+
+
+@lru_cache(maxsize=2)
+def sized_soa_bytes(rows: int) -> np.ndarray:
+    c = sized_columns(rows)
+    return np.concatenate([c.column(name).view(np.uint8) for name in ("type", "stock", "price")])
+
+
+def sized_side(impl: str, rows: int) -> Side:
+    """One filter (or ceiling) side over ``rows`` rows, repeated to about 4M rows a run."""
+    stock, price = query()
+    ev = sized_day(rows)
+    cols = sized_columns(rows)
+    repeat = max(1, 4_000_000 // rows) if not SMALL else 2
+    call: Callable[[], Any]
+    if impl == "cpp-aos":
+        def call() -> Any:
+            return optimized.columns.adds_above(ev, stock, price)
+    elif impl.startswith("cpp-"):
+        level = "scalar" if impl == "cpp-soa" else impl.removeprefix("cpp-")
+
+        def call() -> Any:
+            return cols.adds_above(stock, price, simd=level)
+    elif impl == "ceiling-aos":
+        raw = ev.view(np.uint8)
+
+        def call() -> Any:
+            return optimized.itch.sum_bytes(raw)
+    elif impl == "ceiling-soa":
+        buf = sized_soa_bytes(rows)
+
+        def call() -> Any:
+            return optimized.itch.sum_bytes(buf)
+    else:
+        raise ValueError(impl)
+
+    def run(_: object) -> None:
+        for _ in range(repeat):
+            call()
+
+    return Side(f"filter/{impl}", run, ops=rows * repeat)
+
+
+# key suffix -> (fast impl, slow impl): the layout alone (scalar loop, and the ceilings:
+# a read of the bytes each layout needs), the instruction set, both, each vs its read
+SIZED_PAIRS = {
+    "soa-vs-aos": ("cpp-soa", "cpp-aos"),
+    "read-soa-vs-aos": ("ceiling-soa", "ceiling-aos"),
+    "vs-soa": (BEST, "cpp-soa"),
+    "vs-aos": (BEST, "cpp-aos"),
+    "vs-read": (BEST, "ceiling-soa"),
+    "aos-vs-read": ("cpp-aos", "ceiling-aos"),
+}
+
+
+@pytest.mark.benchmark(group="simd")
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("pair", list(SIZED_PAIRS))
+def test_paired_columns_sized(benchmark: Any, pair: str, size: str) -> None:
+    rows = SIZES[size]
+    stock, price = query()
+    want = optimized.columns.adds_above(sized_day(rows), stock, price)
+    got = sized_columns(rows).adds_above(stock, price, simd="scalar")
+    assert np.array_equal(got, want)  # the layouts agree (the naive twin: tests above)
+    fast_impl, slow_impl = SIZED_PAIRS[pair]
+    paired(benchmark, f"simd-{size}-{pair}", sized_side(fast_impl, rows),
+           sized_side(slow_impl, rows), pairs=11, warmup=1,
+           includes=INCLUDES["filter"] + f"; {rows:,} rows ({size}: "
+           f"{rows * day().dtype.itemsize / 1e6:,.1f} MB of records, "
+           f"{rows * 13 / 1e6:,.1f} MB of columns)",
+           workload=f"generated day cut or tiled to {rows:,} events")
