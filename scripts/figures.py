@@ -864,6 +864,116 @@ def simd_sizes_verdict(records: list[dict[str, Any]]) -> str | None:
     return " ".join(parts)
 
 
+# ---------------------------------------------------------------------------- chapter 10
+
+
+def _scaling_bench(data: dict[str, Any], test: str, **params: Any) -> float | None:
+    """Seconds per op of one non-paired row of group scaling, or None."""
+    for raw in data.get("benchmarks", []):
+        p = raw.get("params") or {}
+        if (raw.get("group") == "scaling" and str(raw.get("name", "")).startswith(f"{test}[")
+                and all(p.get(k) == v for k, v in params.items())):
+            return float(raw["stats"]["median"]) / max(1, int(raw["extra_info"].get("ops", 1)))
+    return None
+
+
+def scaling_model(data: dict[str, Any]) -> dict[str, Any] | None:
+    for raw in data.get("benchmarks", []):
+        model = (raw.get("extra_info") or {}).get("scaling_model")
+        if raw.get("group") == "scaling" and isinstance(model, dict):
+            return model
+    return None
+
+
+def _times(ratio: float) -> str:
+    return f"{ratio:.2f}×"
+
+
+def scaling_model_html(data: dict[str, Any], label: str) -> str | None:
+    """Chapter 10's model: the predicted time per message for n workers, each with a CPU of
+    its own and a free hand-off, from the writer's and a worker's measured service times and
+    the busiest worker's share of this day's events; beside it what this machine measured."""
+    model = scaling_model(data)
+    if model is None:
+        return None
+    w = float(model["writer_s_per_msg"])
+    a = float(model["worker_s_per_msg"]) * float(model.get("events_per_msg", 1.0))
+    e = html.escape
+    lines = ['<div class="tm-bench" data-group="scaling-model">', "<table>",
+             "<caption>The scaling model (a prediction): with n workers, each on a CPU of its "
+             "own, and a hand-off that costs nothing, a message takes as long as the slower "
+             "of the writer and the busiest worker; beside it, the sharded run as measured "
+             "on this machine (routed design).</caption>",
+             "<thead><tr><th>workers</th><th>busiest worker's share</th><th>busiest worker "
+             "per message</th><th>writer per message</th><th>predicted per message (limit)"
+             "</th><th>predicted vs 1 worker</th><th>measured here</th></tr></thead>",
+             "<tbody>"]
+    one = max(w, a)
+    for n, share in sorted(((int(k), float(v)) for k, v in model["busiest_share"].items())):
+        worker = a * share
+        pred = max(w, worker)
+        limit = "writer" if w >= worker else "busiest worker"
+        measured = _scaling_bench(data, "test_shard", design="routed", workers=n)
+        cells = [f"{share:.0%}", fmt_time(worker), fmt_time(w),
+                 f"{fmt_time(pred)} ({limit})", _times(one / pred),
+                 fmt_time(measured) if measured is not None else "—"]
+        lines.append(f'<tr><th scope="row">{n}</th>'
+                     + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
+    lines.append("</tbody></table>")
+    lines += ['<p class="tm-bench-note">' + e(
+        "Writer: decode + reference map + hash of every record, no ring; worker: "
+        "Market.run over decoded events (apply only); both medians of 11 interleaved "
+        "rounds, one thread each. Shares: the events routed to the busiest worker by this "
+        "day's locates.") + f"<br>Measured on: {e(label)}</p>", "</div>", ""]
+    return "\n".join(lines)
+
+
+def _paired_verdict(r: dict[str, Any], faster: str, slower: str) -> str:
+    if not measurable(r):
+        return f"no measurable effect ({fmt_ratio(float(r['median']))}, IQR " \
+               f"{fmt_ratio(float(r['q1']))}–{fmt_ratio(float(r['q3']))})"
+    m, q1, q3 = float(r["median"]), float(r["q1"]), float(r["q3"])
+    if m > 1:
+        return f"{faster} {fmt_ratio(m)} (IQR {fmt_ratio(q1)}–{fmt_ratio(q3)})"
+    return f"{slower} {fmt_ratio(1 / m)} (IQR {fmt_ratio(1 / q3)}–{fmt_ratio(1 / q1)})"
+
+
+def scaling_numbers(data: dict[str, Any]) -> dict[str, str]:
+    """Chapter 10's verdict sentences, generated from the run's paired records and model."""
+    recs = {str(r["key"]): r for r in paired_records(data, "scaling")}
+    second = ("faster with two workers:", "slower with two workers: one worker is")
+    wanted = {"scaling-routed-2v1-verdict": ("scaling-routed-2v1", *second),
+              "scaling-broadcast-2v1-verdict": ("scaling-broadcast-2v1", *second),
+              "scaling-hand-off-verdict": ("scaling-one-market-vs-routed1",
+                                           "the one market is faster:",
+                                           "the sharded run is faster:")}
+    out = {name: _paired_verdict(recs[key], fast, slow)
+           for name, (key, fast, slow) in wanted.items() if key in recs}
+    model = scaling_model(data)
+    if model is not None:
+        w = float(model["writer_s_per_msg"])
+        a = float(model["worker_s_per_msg"]) * float(model.get("events_per_msg", 1.0))
+        shares = {int(k): float(v) for k, v in model["busiest_share"].items()}
+        best_n = max(shares)
+        best = max(w, a * shares[best_n])
+        if w >= a:
+            text = (f"the writer ({fmt_time(w)} per message) is already slower than one "
+                    f"worker ({fmt_time(a)}), so the model predicts no gain from any number "
+                    "of workers: the writer's ceiling is the limit from the first worker on, "
+                    "and more workers can only help once the writer gets faster or is split")
+        else:
+            knee = min((n for n in sorted(shares) if a * shares[n] <= w), default=None)
+            text = (f"one worker ({fmt_time(a)} per message) is slower than the writer "
+                    f"({fmt_time(w)}), so the model predicts a gain from more workers "
+                    + (f"until {knee} workers, where the writer's ceiling takes over"
+                       if knee is not None else
+                       f"up to {best_n} workers (limited by the busiest worker's share, "
+                       f"{shares[best_n]:.0%})")
+                    + f": at best {_times(max(w, a) / best)} the one-worker time")
+        out["scaling-model-verdict"] = text
+    return out
+
+
 # ----------------------------------------------------------------- chapter 13 (live_feed)
 
 
@@ -1254,6 +1364,10 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
         extra_numbers["simd-sizes-verdict"] = sizes_verdict
     if columns_layout is not None:
         write("simd-layout-table.md", columns_layout)
+    scaling_table = scaling_model_html(data, label)  # chapter 10
+    if scaling_table is not None:
+        write("scaling-model-table.md", scaling_table)
+    extra_numbers.update(scaling_numbers(data))
     feed_runs = live_feed_records(data)
     if feed_runs:
         write("live-feed-runs-table.md", live_feed_table_html(feed_runs, label))

@@ -14,6 +14,7 @@ import re
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -277,3 +278,31 @@ def test_simd_sizes_verdict_follows_the_paired_data() -> None:
     assert "bytes, not its instructions, hold it back" in dram
     assert "do not make the scalar loop measurably faster" in l2
     assert figures.simd_sizes_verdict(records[:-1]) is None  # one record missing: unmeasured
+
+
+def test_scaling_model_and_verdicts_follow_the_data() -> None:
+    """Chapter 10's model table and sentences come from the run: the slower stage names the
+    limit, a ratio below 1 is worded as a slowdown with its IQR inverted too."""
+    figures = load_script("figures")
+
+    def run(writer: float, worker: float, routed_2v1: tuple[float, float, float]) -> Any:
+        q1, median, q3 = routed_2v1
+        return {"benchmarks": [
+            {"group": "scaling", "name": "test_scaling_model[optimized]", "params": {},
+             "stats": {"median": 1.0}, "extra_info": {"ops": 1, "scaling_model": {
+                 "writer_s_per_msg": writer, "worker_s_per_msg": worker,
+                 "events_per_msg": 1.0,
+                 "busiest_share": {"1": 1.0, "2": 0.5, "4": 0.3, "8": 0.2}}}},
+            {"group": "scaling", "name": "test_paired_scaling[scaling-routed-2v1]",
+             "stats": {"median": 1.0}, "extra_info": {"paired": {
+                 "key": "scaling-routed-2v1", "q1": q1, "median": median, "q3": q3}}}]}
+
+    slow_writer = figures.scaling_numbers(run(60e-9, 50e-9, (0.8, 0.9, 0.95)))
+    assert "predicts no gain" in slow_writer["scaling-model-verdict"]
+    assert slow_writer["scaling-routed-2v1-verdict"] == (
+        "slower with two workers: one worker is 1.1× (IQR 1.1×–1.2×)")
+    slow_worker = figures.scaling_numbers(run(10e-9, 40e-9, (0.9, 1.02, 1.1)))
+    assert "until 8 workers" in slow_worker["scaling-model-verdict"]
+    assert slow_worker["scaling-routed-2v1-verdict"].startswith("no measurable effect")
+    table = figures.scaling_model_html(run(10e-9, 40e-9, (1, 1, 1)), "test machine")
+    assert "(busiest worker)" in table and "(writer)" in table

@@ -16,6 +16,16 @@ handler rebuilding NASDAQ's books), held in memory as framed ITCH. What each inc
   messages per second is the ceiling of the sharded market for any number of workers.
 * ``one-market`` (optimized): ``Market.run_itch`` over the buffer in the calling thread:
   decode and apply in one pass, no threads (chapter 5's replay without the file).
+* ``one-market-same-outputs`` (paired with ``routed``/1 only): ``Market.run_itch`` and
+  then the same outputs the sharded run returns (its fills, books CSV and counts), so
+  the pair has one scope: what the sharded run adds is the threads' start and join, the
+  hand-off, and decoding apart from applying (the writer decodes; the one market decodes
+  and applies in one fused pass).
+* the scaling model (``test_scaling_model``): the writer's time per message (its
+  ceiling), a worker's service time per message (``Market.run`` over decoded events: the
+  apply alone) and the share of the day's events the busiest worker gets for 1 to 16
+  workers (this day's routing), from which figures.py predicts the time per message for
+  worker counts this machine does not have.
 * ``naive-shard`` (naive; ``backend`` processes / threads, 2 workers, routed): the naive
   twin on a smaller day: the writer decodes with ``naive.itch.decode``, routes, and puts
   batches on queues; processes pickle each batch, threads share the GIL. Worker start
@@ -27,6 +37,8 @@ books, counts). The ratios the chapter quotes come from the paired tests at the 
 
 from __future__ import annotations
 
+import statistics
+import time
 from functools import cache
 from typing import Any
 
@@ -50,6 +62,8 @@ INCLUDES = {
     "writer": "the writer alone: decode every record (routed: + reference map + hash); "
               "no ring, no worker",
     "one-market": "Market.run_itch in the calling thread: decode + apply, no threads",
+    "one-market-same-outputs": "Market.run_itch in the calling thread (decode + apply, "
+                               "fused) + fills, books CSV and counts, as the shard returns",
     "naive-shard": "naive decode + routing + queue hand-off (pickled between processes) "
                    "+ workers' Markets + start/join + merge",
 }
@@ -82,6 +96,18 @@ def shard_side(design: str, workers: int) -> Side:
         optimized.shard.Shard("book", workers=workers, design=design).run(data)
 
     return Side(f"optimized/{design}/{workers}", run, ops=MESSAGES)
+
+
+def one_market_side() -> Side:
+    data = day(MESSAGES)
+
+    def run(_: Any) -> None:
+        m = Market("book")
+        m.run_itch(data)
+        m.books_csv()
+        m.counts()
+
+    return Side("optimized/one-market-same-outputs", run, ops=MESSAGES)
 
 
 def writer_side(design: str) -> Side:
@@ -161,13 +187,20 @@ def paired_sides(key: str) -> tuple[Side, Side]:
         "scaling-routed-vs-broadcast": lambda: (shard_side("routed", 2),
                                                 shard_side("broadcast", 2)),
         "scaling-writer-vs-routed": lambda: (writer_side("routed"), shard_side("routed", 2)),
+        "scaling-one-market-vs-routed1": lambda: (one_market_side(), shard_side("routed", 1)),
         "scaling-naive-processes-vs-threads": lambda: (naive_side("processes"),
                                                        naive_side("threads")),
     }[key]()
 
 
 PAIRED_KEYS = ("scaling-broadcast-2v1", "scaling-routed-2v1", "scaling-routed-vs-broadcast",
-               "scaling-writer-vs-routed", "scaling-naive-processes-vs-threads")
+               "scaling-writer-vs-routed", "scaling-one-market-vs-routed1",
+               "scaling-naive-processes-vs-threads")
+
+
+def side_scope(name: str) -> str:
+    return ("writer" if "writer" in name else
+            "one-market-same-outputs" if "one-market" in name else "shard")
 
 
 @pytest.mark.benchmark(group="scaling")
@@ -177,9 +210,56 @@ def test_paired_scaling(benchmark: Any, key: str) -> None:
     naive_pair = key.startswith("scaling-naive")
     paired(benchmark, key, fast, slow, pairs=11, warmup=1,
            includes=INCLUDES["naive-shard"] if naive_pair else
-           " / ".join(INCLUDES["writer" if "writer" in s.name else "shard"] for s in (fast, slow)),
+           " / ".join(INCLUDES[side_scope(s.name)] for s in (fast, slow)),
            workload=f"generated market day, book mode, "
                     f"{NAIVE_MESSAGES if naive_pair else MESSAGES} messages, {SYMBOLS} symbols")
 
 
 
+
+
+# ------------------------------------------------------------------ the scaling model
+MODEL_WORKERS = (1, 2, 4, 8, 16)
+
+
+def _median_seconds(call: Any, rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+@pytest.mark.benchmark(group="scaling")
+@pytest.mark.parametrize("impl", ["optimized"])
+def test_scaling_model(benchmark: Any, impl: str) -> None:
+    """The inputs of chapter 10's model: the writer's and a worker's time per message
+    (medians of interleaved rounds, one thread each), and the busiest worker's share of
+    the events for each worker count (this day's routing, counted by the writer)."""
+    data = day(MESSAGES)
+    events = decode(data)[0]
+    writer_s: list[float] = []
+    apply_s: list[float] = []
+
+    def one_round() -> None:
+        writer_s.append(_median_seconds(
+            lambda: optimized.shard.writer_only(data, design="routed", workers=2), 1))
+        apply_s.append(_median_seconds(lambda: Market("book").run(events), 1))
+
+    benchmark.pedantic(one_round, rounds=3 if SMALL else 11, iterations=1)
+    shares = {}
+    for n in MODEL_WORKERS:
+        routed = optimized.shard.writer_only(data, design="routed", workers=n)["routed"]
+        assert sum(routed) == len(events)
+        shares[str(n)] = max(routed) / sum(routed)
+    benchmark.extra_info.update({
+        "ops": MESSAGES,
+        "includes": "writer: decode + reference map + hash of every record, no ring; "
+                    "worker: Market.run over the decoded events (apply only, no decode, "
+                    "no ring); shares: the busiest worker's fraction of the events",
+        "scaling_model": {"writer_s_per_msg": statistics.median(writer_s) / MESSAGES,
+                          "worker_s_per_msg": statistics.median(apply_s) / len(events),
+                          "events_per_msg": len(events) / MESSAGES,
+                          "busiest_share": shares},
+    })
