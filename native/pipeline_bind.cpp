@@ -91,14 +91,19 @@ template <class Ring = SpscRing<std::uint64_t>>
 std::tuple<std::uint64_t, bool, double> ring_stress(std::uint64_t items, std::size_t capacity,
                                                     const std::string& wait) {
     Ring ring(capacity);
-    WaitKind w = to_wait(wait) == WaitKind::Spin ? WaitKind::Spin : WaitKind::Yield;
+    // "spin": pause only; "yield": spin, then yield; "sleep": spin, yield, then sleep
+    // 50 us at a time (the pipeline logger's wait). "auto" is "yield" here.
+    if (wait != "spin" && wait != "yield" && wait != "sleep" && wait != "auto")
+        throw nb::value_error("wait must be spin, yield, sleep or auto");
+    const bool sleep = wait == "sleep";
+    const WaitKind w = wait == "spin" ? WaitKind::Spin : WaitKind::Yield;
     std::uint64_t received = 0;
     bool ok = true;
     auto t0 = std::chrono::steady_clock::now();
     {
         nb::gil_scoped_release nogil;
         std::thread consumer([&] {
-            Backoff b(w);
+            Backoff b(w, sleep);
             std::uint64_t v;
             while (received < items) {
                 if (ring.try_pop(v)) {
@@ -110,7 +115,7 @@ std::tuple<std::uint64_t, bool, double> ring_stress(std::uint64_t items, std::si
                 }
             }
         });
-        Backoff b(w);
+        Backoff b(w, sleep);
         for (std::uint64_t i = 0; i < items; ++i) {
             while (!ring.try_push(i)) b.wait();
             b.reset();
@@ -245,7 +250,8 @@ void register_pipeline(nb::module_& m) {
     m.def("usable_cpus", &usable_cpus, "The CPUs this process may run on (sched_getaffinity).");
     m.def("ring_stress", &ring_stress<>, "items"_a, "capacity"_a, "wait"_a = "yield",
           "Pass `items` numbers through an SpscRing between two threads: "
-          "(received, in_order, seconds).");
+          "(received, in_order, seconds). wait: spin, yield (spin then yield), sleep "
+          "(spin, yield, then 50 us sleeps) or auto (= yield).");
     // Chapter 6's ablation: the same, with the ring's cached indices and separate cache
     // lines switched on or off (SpscRing's template parameters).
     m.def(

@@ -724,7 +724,8 @@ def ablation_plot(group: Group, steps: list[Step], label: str, path: Path) -> No
 # Groups whose paired records (tests/bench/paired.py) get a table of their own,
 # <group>-paired-table.md, and numbers paired-<key> / paired-<key>-iqr: ratios that are
 # the chapter's claims but not speed targets of scripts/targets.py.
-PAIRED_TABLE_GROUPS = ("journal", "layouts", "simd", "scaling", "live_feed", "tables")
+PAIRED_TABLE_GROUPS = ("journal", "layouts", "simd", "scaling", "live_feed", "tables",
+                       "ring-wait")
 
 
 def paired_records(data: dict[str, Any], group: str) -> list[dict[str, Any]]:
@@ -862,6 +863,26 @@ def simd_sizes_verdict(records: list[dict[str, Any]]) -> str | None:
             f"loop there and runs at {float(rec['vs-read']['median']):.2f} of the speed of "
             "reading its columns.")
     return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------- chapter 6
+
+
+def ring_wait_numbers(data: dict[str, Any]) -> dict[str, str]:
+    """Chapter 6's wait strategies, one sentence per CPU setting, from the paired records
+    ``ring-wait-<cpus>-<fast>-vs-<slow>`` (tests/bench/test_bench_pipeline.py)."""
+    recs = {str(r["key"]): r for r in paired_records(data, "ring-wait")}
+    out = {}
+    for cpus in ("all-cpus", "one-cpu"):
+        parts = []
+        for fast, slow in (("yield", "spin"), ("sleep", "yield")):
+            r = recs.get(f"ring-wait-{cpus}-{fast}-vs-{slow}")
+            if r is not None:
+                parts.append(f"{fast} against {slow}: " + _paired_verdict(
+                    r, f"{fast} is faster,", f"{slow} is faster,"))
+        if parts:
+            out[f"ring-wait-{cpus}-verdict"] = "; ".join(parts)
+    return out
 
 
 # ---------------------------------------------------------------------------- chapter 10
@@ -1368,6 +1389,7 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
     if scaling_table is not None:
         write("scaling-model-table.md", scaling_table)
     extra_numbers.update(scaling_numbers(data))
+    extra_numbers.update(ring_wait_numbers(data))
     feed_runs = live_feed_records(data)
     if feed_runs:
         write("live-feed-runs-table.md", live_feed_table_html(feed_runs, label))

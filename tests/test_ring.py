@@ -44,6 +44,20 @@ def test_every_ring_variant_passes_items_in_order(capacity: int, cached: bool,
     assert received == 500_000 and in_order
 
 
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("wait", ["spin", "yield", "sleep", "auto"])
+def test_every_wait_passes_items_in_order(wait: str) -> None:
+    """Chapter 6's wait rows (spin, yield, sleep) time the same transfer: each must pass
+    every item in order; an unknown wait is a ValueError naming the choices."""
+    received, in_order, _ = _native.ring_stress(200_000, 64, wait)
+    assert received == 200_000 and in_order
+
+
+def test_an_unknown_wait_is_refused() -> None:
+    with pytest.raises(ValueError, match="wait must be spin, yield, sleep or auto"):
+        _native.ring_stress(10, 64, "nap")
+
+
 @pytest.mark.parametrize("capacity", [2, 64, 1024, 4096, 1 << 16])
 def test_ring_slots_start_on_a_cache_line(capacity: int) -> None:
     # 64-byte items: one item, one line, only if the first slot starts on a line. (malloc

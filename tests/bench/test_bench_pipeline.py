@@ -176,3 +176,55 @@ def test_paired_ring_step(benchmark: Any, step: int) -> None:
 
     paired(benchmark, f"ring-step-{RING_STEPS[step][0]}", side(step), side(step - 1),
            pairs=21, warmup=1, workload="items", includes=RING_INCLUDES, step=step)
+
+
+# ------------------------------------------------------------------- wait strategies
+# How a thread that finds the ring empty (or full) waits, measured: two threads pass
+# numbers through the pipeline's ring (ring_stress: cached indices, own lines), each
+# waiting the same way: "spin" (pause only), "yield" (spin, then yield) or "sleep" (spin,
+# yield, then 50 us sleeps: the logger's wait). Once with the two threads free to run on
+# every CPU this process may use, once with both confined to one CPU (as three threads on
+# two cores are, part of the time). Throughput only: the time to pass every item,
+# thread start and join included; a wait's latency (how soon one item is seen) is not
+# what this measures.
+WAIT_ITEMS = {"all-cpus": 200_000 if SMALL else 2_000_000, "one-cpu": 5_000 if SMALL else 50_000}
+WAIT_PAIRS = {  # key suffix -> (fast wait, slow wait): the ratio is slow time over fast
+    "yield-vs-spin": ("yield", "spin"),
+    "sleep-vs-yield": ("sleep", "yield"),
+}
+WAIT_INCLUDES = ("two threads, the pipeline's ring (1,024 slots), items pushed and popped, "
+                 "each side waiting as named; thread start and join included")
+
+
+def wait_side(wait: str, cpus: str) -> Any:
+    from optimized import _native
+    from tests.bench.paired import Side
+
+    items = WAIT_ITEMS[cpus]
+
+    def run(_: object) -> float:
+        before = os.sched_getaffinity(0)
+        if cpus == "one-cpu":  # the threads the call starts inherit this thread's mask
+            os.sched_setaffinity(0, {min(before)})
+        try:
+            received, in_order, seconds = _native.ring_stress(items, 1024, wait)
+        finally:
+            os.sched_setaffinity(0, before)
+        assert received == items and in_order
+        return float(seconds)
+
+    return Side(f"{wait}/{cpus}", run, ops=items)
+
+
+@pytest.mark.benchmark(group="ring-wait")
+@pytest.mark.parametrize("cpus", list(WAIT_ITEMS))
+@pytest.mark.parametrize("pair", list(WAIT_PAIRS))
+def test_paired_ring_wait(benchmark: Any, pair: str, cpus: str) -> None:
+    from tests.bench.paired import paired
+
+    fast, slow = WAIT_PAIRS[pair]
+    paired(benchmark, f"ring-wait-{cpus}-{pair}", wait_side(fast, cpus), wait_side(slow, cpus),
+           pairs=11, warmup=1, includes=WAIT_INCLUDES,
+           workload=f"{WAIT_ITEMS[cpus]:,} items, "
+                    + ("both threads on one CPU" if cpus == "one-cpu" else
+                       f"{len(os.sched_getaffinity(0))} CPUs"))
