@@ -725,7 +725,7 @@ def ablation_plot(group: Group, steps: list[Step], label: str, path: Path) -> No
 # <group>-paired-table.md, and numbers paired-<key> / paired-<key>-iqr: ratios that are
 # the chapter's claims but not speed targets of scripts/targets.py.
 PAIRED_TABLE_GROUPS = ("journal", "layouts", "simd", "scaling", "live_feed", "tables",
-                       "ring-wait")
+                       "ring-wait", "march")
 
 
 def paired_records(data: dict[str, Any], group: str) -> list[dict[str, Any]]:
@@ -1208,6 +1208,16 @@ def layout_records(data: dict[str, Any]) -> dict[tuple[str, str], dict[str, Any]
     return out
 
 
+# A percentile is shown only where at least this many operations lie beyond it: on 938
+# operations a "p99.9" is the largest one, a single sample, not a tail.
+TAIL_SAMPLES = 10
+
+
+def enough_samples(rec: dict[str, Any], q: float) -> bool:
+    n = int(rec.get("ops", 0))
+    return n * (1 - q) >= TAIL_SAMPLES
+
+
 def layouts_table_html(workload: str, recs: dict[tuple[str, str], dict[str, Any]],
                        label: str) -> str:
     """One workload's table: a row per layout; a row the run lacks says so."""
@@ -1230,7 +1240,8 @@ def layouts_table_html(workload: str, recs: dict[tuple[str, str], dict[str, Any]
             continue
         lat = rec.get("latency") or {}
         vg = rec.get("valgrind") or {}
-        cells = [_sig(float(lat[k])) if k in lat else "—" for k in ("p50_ns", "p99_ns", "p999_ns")]
+        cells = [_sig(float(lat[k])) if k in lat and enough_samples(rec, q) else "—"
+                 for k, q in (("p50_ns", 0.5), ("p99_ns", 0.99), ("p999_ns", 0.999))]
         # Minor faults during the latency pass (a fresh book touching its pages): a p99.9
         # that is a page fault is not the layout's; "—" in runs that did not count them.
         cells.append(f"{int(lat['minor_faults']):,}" if "minor_faults" in lat else "—")
@@ -1244,9 +1255,18 @@ def layouts_table_html(workload: str, recs: dict[tuple[str, str], dict[str, Any]
     notes = []
     if ops:
         notes.append(f"Operations per run: {', '.join(f'{n:,}' for n in sorted(ops))}")
-    if counted:
+    if counted and counted == ops:
+        notes.append("callgrind counted the same operations")
+    elif counted:
         notes.append("callgrind counted the first "
                      f"{', '.join(f'{n:,}' for n in sorted(counted))} operations")
+    if any(not enough_samples({"ops": n}, 0.999) for n in ops):
+        notes.append(f"A percentile with fewer than {TAIL_SAMPLES} operations beyond it is "
+                     "not shown (it would be one of the largest few samples, not a tail)")
+    pre = {bool((r.get("latency") or {}).get("pretouched")) for (w, _), r in recs.items()
+           if w == workload}
+    if pre == {True}:
+        notes.append("Memory pre-touched: every mapping populated when made (mlockall)")
     notes.append(f"Measured on: {e(label)}")
     lines += ['<p class="tm-bench-note">' + "<br>".join(notes) + "</p>", "</div>", ""]
     return "\n".join(lines)
@@ -1260,8 +1280,10 @@ def layouts_plot(recs: dict[tuple[str, str], dict[str, Any]], label: str, path: 
                                          ("p999_ns", "p99.9"))):
             xs, ys = [], []
             for r, (layout, _) in enumerate(LAYOUT_ROWS):
-                lat = (recs.get((workload, layout)) or {}).get("latency") or {}
-                if key in lat and float(lat[key]) > 0:
+                rec = recs.get((workload, layout)) or {}
+                lat = rec.get("latency") or {}
+                q = {"p50_ns": 0.5, "p99_ns": 0.99, "p999_ns": 0.999}[key]
+                if key in lat and float(lat[key]) > 0 and enough_samples(rec, q):
                     xs.append(r + (i - 1) * 0.27)
                     ys.append(float(lat[key]))
             ax.bar(xs, ys, width=0.26, label=name)
@@ -1274,6 +1296,55 @@ def layouts_plot(recs: dict[tuple[str, str], dict[str, Any]], label: str, path: 
     fig.suptitle("layouts: latency percentiles per operation (lower is better)")
     _footer(fig, label)
     _save(fig, path)
+
+
+def layouts_predictions(recs: dict[tuple[str, str], dict[str, Any]]) -> str | None:
+    """Chapter 8's predictions, each checked against the run: a list, or None when the run
+    lacks the counts or latencies a prediction needs."""
+
+    def vg(w: str, lay: str, k: str) -> float:
+        return float((recs[(w, lay)].get("valgrind") or {})[k])
+
+    def lat(w: str, lay: str, k: str) -> float:
+        return float((recs[(w, lay)].get("latency") or {})[k])
+
+    trees, arrays = ("map", "treap", "vector"), ("window", "bitmap3", "capped")
+    try:
+        checks = [
+            ("on `uniform`, every searching layout (map, treap, vector) misses the "
+             "first-level cache more often per operation than every array layout (window, "
+             "bitmap3, capped)",
+             min(vg("uniform", t, "D1") for t in trees)
+             > max(vg("uniform", a, "D1") for a in arrays),
+             "D1 misses per operation: " + ", ".join(
+                 f"{lay} {vg('uniform', lay, 'D1'):.2f}" for lay in trees + arrays)),
+            ("on `realistic` flow, the tree walks' first nodes stay cached: map and treap "
+             "miss less per operation than on `uniform`",
+             all(vg("realistic", t, "D1") < vg("uniform", t, "D1") for t in ("map", "treap")),
+             "D1 misses per operation, realistic against uniform: " + ", ".join(
+                 f"{t} {vg('realistic', t, 'D1'):.2f} vs {vg('uniform', t, 'D1'):.2f}"
+                 for t in ("map", "treap"))),
+            ("the capped array's tail is longer on the sparse `uniform` book (its scan of "
+             "empty levels) than on `realistic` flow",
+             lat("uniform", "capped", "p999_ns") / lat("uniform", "capped", "p50_ns")
+             > lat("realistic", "capped", "p999_ns") / lat("realistic", "capped", "p50_ns"),
+             "p99.9 / p50: uniform "
+             f"{lat('uniform', 'capped', 'p999_ns') / lat('uniform', 'capped', 'p50_ns'):.1f}, "
+             "realistic "
+             f"{lat('realistic', 'capped', 'p999_ns') / lat('realistic', 'capped', 'p50_ns'):.1f}"),
+            ("the sorted vector's p99.9 sits further above its p50 than the window's on "
+             "`uniform` (an insert far from the touch moves every entry between)",
+             lat("uniform", "vector", "p999_ns") / lat("uniform", "vector", "p50_ns")
+             > lat("uniform", "window", "p999_ns") / lat("uniform", "window", "p50_ns"),
+             "p99.9 / p50: vector "
+             f"{lat('uniform', 'vector', 'p999_ns') / lat('uniform', 'vector', 'p50_ns'):.1f}, "
+             "window "
+             f"{lat('uniform', 'window', 'p999_ns') / lat('uniform', 'window', 'p50_ns'):.1f}"),
+        ]
+    except (KeyError, ZeroDivisionError):
+        return None
+    return "\n".join(f"* {text}: **{'held' if ok else 'did not hold'}** ({detail})."
+                     for text, ok, detail in checks)
 
 
 def layouts_figures(data: dict[str, Any], label: str, out: Path,
@@ -1390,6 +1461,12 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
         write("scaling-model-table.md", scaling_table)
     extra_numbers.update(scaling_numbers(data))
     extra_numbers.update(ring_wait_numbers(data))
+    for rec in paired_records(data, "march"):  # chapter 1: the build's flags
+        extra_numbers[f"{rec['key']}-verdict"] = _paired_verdict(
+            rec, "-march=native is faster:", "-march=native is slower: the baseline is")
+    predictions = layouts_predictions(layout_records(data))  # chapter 8
+    if predictions is not None:
+        extra_numbers["layouts-predictions"] = predictions
     feed_runs = live_feed_records(data)
     if feed_runs:
         write("live-feed-runs-table.md", live_feed_table_html(feed_runs, label))

@@ -306,3 +306,27 @@ def test_scaling_model_and_verdicts_follow_the_data() -> None:
     assert slow_worker["scaling-routed-2v1-verdict"].startswith("no measurable effect")
     table = figures.scaling_model_html(run(10e-9, 40e-9, (1, 1, 1)), "test machine")
     assert "(busiest worker)" in table and "(writer)" in table
+
+
+def test_layout_tails_need_samples_and_predictions_follow_the_data() -> None:
+    """Chapter 8: a percentile with fewer than ten operations beyond it is not shown, and
+    each prediction's verdict is computed from the run's counts and latencies."""
+    figures = load_script("figures")
+    lat = {"p50_ns": 100.0, "p99_ns": 200.0, "p999_ns": 900.0}
+    recs = {}
+    for workload in ("uniform", "realistic"):
+        for i, layout in enumerate(("map", "treap", "vector", "window", "bitmap3", "capped")):
+            d1 = (10.0 + i if layout in ("map", "treap", "vector") else 3.0)
+            d1 = d1 / 4 if workload == "realistic" else d1
+            tail = 900.0 if (layout, workload) in (("capped", "uniform"),
+                                                   ("vector", "uniform")) else 300.0
+            recs[(workload, layout)] = {"ops": 938, "valgrind": {"D1": d1},
+                                        "latency": {**lat, "p999_ns": tail}}
+    table = figures.layouts_table_html("uniform", recs, "test machine")
+    assert "<td>100</td><td>—</td><td>—</td>" in table  # 938 ops: only the median
+    text = figures.layouts_predictions(recs)
+    assert text.count("**held**") == 4
+    recs[("uniform", "capped")]["latency"]["p999_ns"] = 200.0
+    assert "**did not hold**" in figures.layouts_predictions(recs)
+    del recs[("uniform", "map")]["valgrind"]
+    assert figures.layouts_predictions(recs) is None

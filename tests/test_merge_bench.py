@@ -53,14 +53,18 @@ def test_new_rows_replace_old_and_the_rest_is_stamped() -> None:
 
 
 def test_a_group_the_new_run_measured_is_the_new_runs_alone() -> None:
-    """A row of a re-measured group that the new run lacks (an AVX-512 row measured on a
-    machine that had it) is dropped: one table's rows come from one run. The "paired"
-    group's records are the targets' own comparisons and are replaced one by one."""
+    """With whole_groups, a row of a re-measured group that the new run lacks (an AVX-512
+    row measured on a machine that had it) is dropped: one table's rows come from one
+    run. The "paired" group's records are the targets' own comparisons and are replaced
+    one by one."""
     ref = _run("aaaaaaaaaaaa", "2026-12-01T00:00",
                [("simd", "filter[avx2]"), ("simd", "filter[avx512]"), ("paired", "p1"),
                 ("paired", "p2")])
     new = _run("bbbbbbbbbbbb", "2026-12-02T00:00", [("simd", "filter[avx2]"), ("paired", "p1")])
-    out = merge_bench.merge(new, ref)
+    # by default a row the new run lacks stays (an opt-in day's), labelled as older
+    kept = merge_bench.merge(new, ref)
+    assert ("simd", "filter[avx512]") in [(b["group"], b["name"]) for b in kept["benchmarks"]]
+    out = merge_bench.merge(new, ref, whole_groups=True)
     names = [(b["group"], b["name"]) for b in out["benchmarks"]]
     assert names == [("simd", "filter[avx2]"), ("paired", "p1"), ("paired", "p2")]
     assert out["merged_from"] == [{"commit": "aaaaaaaaaa", "date": "2026-12-01",
