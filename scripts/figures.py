@@ -231,8 +231,34 @@ def parse_benchmarks(data: dict[str, Any]) -> dict[str, Group]:
     return groups
 
 
-def run_label(data: dict[str, Any]) -> str:
-    """The machine label of the run: ours if the benchmarks recorded it, else pytest-benchmark's."""
+def group_label(data: dict[str, Any], group: str) -> str:
+    """The label for one group's table: the run that measured its rows, in one line.
+
+    A table's rows are compared with each other, so they should come from one run; when
+    a merged reference (scripts/merge_bench.py) holds a group's rows from more than one
+    run, every run is named, so the mix is visible where it matters and nowhere else."""
+    stamps: dict[tuple[str, str, str], None] = {}
+    base = False
+    for raw in data.get("benchmarks", []):
+        if raw.get("group") != group:
+            continue
+        at = (raw.get("extra_info") or {}).get("measured_at")
+        if isinstance(at, dict):
+            stamps[(str(at.get("commit", "?")), str(at.get("date", "?")),
+                    str(at.get("cpu", "")))] = None
+        else:
+            base = True
+    parts = [run_label(data, merged=False)] if base or not stamps else []
+    parts += [f"the run of commit {c} ({d}, {cpu or 'CPU not recorded'})"
+              for c, d, cpu in stamps]
+    if len(parts) > 1:
+        return "rows from more than one run: " + "; ".join(parts)
+    return parts[0]
+
+
+def run_label(data: dict[str, Any], merged: bool = True) -> str:
+    """The machine label of the run: ours if the benchmarks recorded it, else pytest-benchmark's
+    (with ``merged``, also the older runs a merged reference still holds rows of)."""
     info = data.get("machine_info") or {}
     ours = info.get("twinmatch")
     if isinstance(ours, dict):
@@ -253,7 +279,7 @@ def run_label(data: dict[str, Any]) -> str:
     if commit.get("id"):
         text += f"; commit {str(commit['id'])[:10]}{' (dirty)' if commit.get('dirty') else ''}"
     # A partial run laid over an earlier one (scripts/merge_bench.py): which rows are older.
-    for m in data.get("merged_from") or []:
+    for m in (data.get("merged_from") or []) if merged else []:
         if isinstance(m, dict) and m.get("groups"):
             on = f", {m['cpu']}" if m.get("cpu") else ", CPU not recorded"
             text += (f"; rows of groups {', '.join(str(g) for g in m['groups'])} from the run of "
@@ -366,10 +392,11 @@ def missing_table_html(group: str, source: str) -> str:
 # ---------------------------------------------------------------------------- numbers
 
 
-def numbers(groups: dict[str, Group], label: str) -> dict[str, str]:
+def numbers(groups: dict[str, Group], label: str,
+            label_of: Callable[[str], str] | None = None) -> dict[str, str]:
     out = {"machine": label}
     for g in groups.values():
-        out[f"{slug(g.name)}-machine"] = label
+        out[f"{slug(g.name)}-machine"] = label_of(g.name) if label_of else label
         for b in g.benches:
             stem = "-".join(slug(x) for x in (g.name, g.row_label(g.row_key(b)), b.impl))
             out[f"{stem}-median"] = fmt_time(b.median)
@@ -1411,6 +1438,9 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
         data, source = {"benchmarks": []}, "no benchmark run (none committed yet)"
     groups = parse_benchmarks(data)
     label = run_label(data) if groups else "no measurements"
+
+    def label_of(group: str) -> str:
+        return group_label(data, group) if groups else label
     written: set[str] = set()
     placeholders: list[str] = []
 
@@ -1424,20 +1454,21 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
             continue
         steps = ablation_steps(data, g.name) if g.name.endswith("-ablation") else []
         if steps:  # a chapter's growing code: its own table and plot
-            write(f"{slug(g.name)}-table.md", ablation_html(g, steps, label))
+            write(f"{slug(g.name)}-table.md", ablation_html(g, steps, label_of(g.name)))
             ablation_values.update(ablation_numbers(g.name.removesuffix("-ablation"), steps))
-            ablation_plot(g, steps, label, out / f"{slug(g.name)}-steps.svg")
+            ablation_plot(g, steps, label_of(g.name), out / f"{slug(g.name)}-steps.svg")
             written.add(f"{slug(g.name)}-steps.svg")
             continue
-        write(f"{slug(g.name)}-table.md", table_html(g, label))
-        ops_plot(g, label, out / f"{slug(g.name)}-ops.svg")
+        write(f"{slug(g.name)}-table.md", table_html(g, label_of(g.name)))
+        ops_plot(g, label_of(g.name), out / f"{slug(g.name)}-ops.svg")
         written.add(f"{slug(g.name)}-ops.svg")
         if any(b.param("depth") is not None for b in g.benches):
-            depth_plot(g, label, out / f"{slug(g.name)}-depth.svg")
+            depth_plot(g, label_of(g.name), out / f"{slug(g.name)}-depth.svg")
             written.add(f"{slug(g.name)}-depth.svg")
 
     want = wanted(sorted(chapters.glob("*.md")))
-    layouts_figures(data, label, out, write, written, want)  # chapter 8: its own tables, plot
+    # chapter 8: its own tables and plot
+    layouts_figures(data, label_of(LAYOUTS_GROUP), out, write, written, want)
     # The speed targets as ratios measured in this run (scripts/targets.py).
     results = targets.evaluate(data) if groups else []
     if results:
@@ -1448,15 +1479,16 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
     for group in PAIRED_TABLE_GROUPS:
         records = paired_records(data, group)
         if records:
-            write(f"{group}-paired-table.md", paired_table_html(group, records, label))
+            write(f"{group}-paired-table.md",
+                  paired_table_html(group, records, label_of(group)))
             extra_numbers.update(paired_numbers(records))
-    columns_layout = columns_layout_html(data, label)  # chapter 9
+    columns_layout = columns_layout_html(data, label_of("simd"))  # chapter 9
     sizes_verdict = simd_sizes_verdict(paired_records(data, "simd"))
     if sizes_verdict is not None:
         extra_numbers["simd-sizes-verdict"] = sizes_verdict
     if columns_layout is not None:
         write("simd-layout-table.md", columns_layout)
-    scaling_table = scaling_model_html(data, label)  # chapter 10
+    scaling_table = scaling_model_html(data, label_of("scaling"))  # chapter 10
     if scaling_table is not None:
         write("scaling-model-table.md", scaling_table)
     extra_numbers.update(scaling_numbers(data))
@@ -1469,16 +1501,18 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
         extra_numbers["layouts-predictions"] = predictions
     feed_runs = live_feed_records(data)
     if feed_runs:
-        write("live-feed-runs-table.md", live_feed_table_html(feed_runs, label))
+        write("live-feed-runs-table.md",
+              live_feed_table_html(feed_runs, label_of("live_feed")))
     entry = entry_latency_records(data)
     if entry:
-        write("order-entry-latency-table.md", entry_latency_html(entry, label))
+        write("order-entry-latency-table.md",
+              entry_latency_html(entry, label_of("order_entry")))
         extra_numbers.update(entry_latency_numbers(entry))
     for group in sorted(want.tables):
         if f"{group}-table.md" not in written:
             write(f"{group}-table.md", missing_table_html(group, source))
             placeholders.append(f"table of group {group!r}")
-    values = numbers(groups, label)
+    values = numbers(groups, label, label_of)
     values.update(target_numbers(results))
     values.update(extra_numbers)
     values.update(ablation_values)

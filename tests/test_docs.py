@@ -313,7 +313,7 @@ def test_layout_tails_need_samples_and_predictions_follow_the_data() -> None:
     each prediction's verdict is computed from the run's counts and latencies."""
     figures = load_script("figures")
     lat = {"p50_ns": 100.0, "p99_ns": 200.0, "p999_ns": 900.0}
-    recs = {}
+    recs: dict[tuple[str, str], dict[str, Any]] = {}
     for workload in ("uniform", "realistic"):
         for i, layout in enumerate(("map", "treap", "vector", "window", "bitmap3", "capped")):
             d1 = (10.0 + i if layout in ("map", "treap", "vector") else 3.0)

@@ -69,3 +69,19 @@ def test_a_group_the_new_run_measured_is_the_new_runs_alone() -> None:
     assert names == [("simd", "filter[avx2]"), ("paired", "p1"), ("paired", "p2")]
     assert out["merged_from"] == [{"commit": "aaaaaaaaaa", "date": "2026-12-01",
                                    "cpu": "CPU of a", "groups": ["paired"]}]
+
+
+def test_a_table_names_the_run_of_its_own_rows() -> None:
+    """figures.group_label: a group measured in one run names that run alone (not every
+    run the reference holds); a group whose rows come from two runs names both."""
+    ref = _run("aaaaaaaaaaaa", "2026-12-01T00:00", [("engine", "t1"), ("itch", "t2"),
+                                                    ("itch", "t3")])
+    new = _run("bbbbbbbbbbbb", "2026-12-02T00:00", [("simd", "t4"), ("itch", "t3")])
+    out = merge_bench.merge(new, ref)
+    engine = figures.group_label(out, "engine")
+    assert engine == "the run of commit aaaaaaaaaa (2026-12-01, CPU of a)"
+    simd = figures.group_label(out, "simd")
+    assert "commit bbbbbbbbbb" in simd and "aaaaaaaaaa" not in simd
+    itch = figures.group_label(out, "itch")
+    assert itch.startswith("rows from more than one run") and "aaaaaaaaaa" in itch \
+        and "bbbbbbbbbb" in itch
