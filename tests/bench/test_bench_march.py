@@ -111,6 +111,7 @@ def child(so: Path | None, workload: str) -> float:
     return float(result["seconds"]) / MESSAGES
 
 
+@pytest.mark.timeout(3600)  # the first call builds the second copy: minutes
 @pytest.mark.benchmark(group="march")
 @pytest.mark.parametrize("workload", WORKLOADS)
 def test_paired_march_native(benchmark: Any, workload: str) -> None:
