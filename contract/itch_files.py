@@ -21,8 +21,9 @@ from typing import IO, Final
 
 from contract.itch_errors import ItchError
 
-# --8<-- [start:files]
-CHUNK_SIZE: Final = 8 << 20  # 8 MiB: large enough to amortize a call, small enough for cache
+# --8<-- [start:files_open]
+# 8 MiB: large enough to amortize a call, small enough for the cache
+CHUNK_SIZE: Final = 8 << 20
 GZIP_MAGIC: Final = b"\x1f\x8b"
 # pcap (both byte orders, micro- and nanosecond) and pcapng: captures, not framed ITCH.
 CAPTURE_MAGICS: Final = (b"\xd4\xc3\xb2\xa1", b"\xa1\xb2\xc3\xd4", b"\x4d\x3c\xb2\xa1",
@@ -45,13 +46,17 @@ def opened(source: Source) -> Iterator[IO[bytes]]:
                 yield f
     elif callable(getattr(source, "read", None)):
         yield source
-    else:  # open(5) would read file descriptor 5: a number is refused, like anything else
+    else:  # open(5) would read file descriptor 5: a number is refused, like the rest
         raise TypeError("source must be a path, '-' (standard input) or an open binary"
                         f" stream, got {type(source).__name__}")
 
+# --8<-- [end:files_open]
 
+
+# --8<-- [start:files_peek]
 def read_full(f: IO[bytes], n: int) -> bytes:
-    """Up to ``n`` bytes, fewer only at the end: a pipe or raw file may return short reads."""
+    """Up to ``n`` bytes, fewer only at the end: a pipe or a raw file may return
+    short reads."""
     data = f.read(n)
     if len(data) == n or not data:
         return data
@@ -61,8 +66,10 @@ def read_full(f: IO[bytes], n: int) -> bytes:
         parts.append(more)
         got += len(more)
     return b"".join(parts)
+# --8<-- [end:files_peek]
 
 
+# --8<-- [start:files_rewound]
 class _Rewound(io.RawIOBase):
     """A stream that cannot seek, with bytes already read from it put back in front."""
 
@@ -102,9 +109,13 @@ def peek(f: IO[bytes], n: int) -> tuple[bytes, IO[bytes]]:
         return head, f
     return head, io.BufferedReader(_Rewound(head, f), buffer_size=GZIP_READ)
 
+# --8<-- [end:files_rewound]
 
+
+# --8<-- [start:files_kind]
 def regular_size(f: IO[bytes]) -> int | None:
-    """The size of the regular file behind ``f``; None for a pipe, FIFO, device or memory."""
+    """The size of the regular file behind ``f``; None for a pipe, FIFO, device or
+    memory."""
     try:
         st = os.fstat(f.fileno())
     except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
@@ -118,14 +129,19 @@ def check_not_capture(head: bytes) -> None:
     (A pcap header read as a length prefix says ~54 KB of an unknown type.)
     """
     if head[:4] in CAPTURE_MAGICS:
-        raise ItchError(0, "not_itch", detail="a pcap/pcapng capture; use pcap.read_file")
+        raise ItchError(0, "not_itch",
+                        detail="a pcap/pcapng capture; use pcap.read_file")
+
+# --8<-- [end:files_kind]
 
 
+# --8<-- [start:files_salvage]
 def _salvage(before: zlib._Decompress, data: bytes) -> bytes:
     """Everything zlib can decompress from ``data`` before it detects the damage.
 
-    zlib raises without returning the output of the failing call, so bisect for the longest
-    prefix of ``data`` that still decompresses (starting from a copy of the state before).
+    zlib raises without returning the output of the failing call, so bisect for the
+    longest prefix of ``data`` that still decompresses (starting from a copy of the
+    state before).
     """
     lo, hi = 0, len(data)  # data[:lo] decompresses, data[:hi] raises
     while hi - lo > 1:
@@ -137,13 +153,17 @@ def _salvage(before: zlib._Decompress, data: bytes) -> bytes:
             hi = mid
     return before.copy().decompress(data[:lo])
 
+# --8<-- [end:files_salvage]
 
+
+# --8<-- [start:files_gzip]
 def gunzip_chunks(f: IO[bytes], chunk_size: int) -> Iterator[bytes]:
-    """The decompressed bytes of a gzip file in ``chunk_size`` pieces (the last may be shorter).
+    """The decompressed bytes of a gzip file in ``chunk_size`` pieces (the last may be
+    shorter).
 
-    Every byte zlib can recover before a corrupt or cut-off stream reaches the decoder, then
-    ItchError("bad_gzip") names the decompressed offset where the damage starts, whatever the
-    chunk size. Concatenated gzip members are read in turn.
+    Every byte zlib can recover before a corrupt or cut-off stream reaches the decoder,
+    then ItchError("bad_gzip") names the decompressed offset where the damage starts,
+    whatever the chunk size. Concatenated gzip members are read in turn.
     """
     produced = 0  # decompressed bytes so far
     out = bytearray()
@@ -172,7 +192,10 @@ def gunzip_chunks(f: IO[bytes], chunk_size: int) -> Iterator[bytes]:
     if not d.eof:
         raise ItchError(produced, "bad_gzip", detail="the gzip stream ends early")
 
+# --8<-- [end:files_gzip]
 
+
+# --8<-- [start:files_pieces]
 def _pieces(out: bytearray, chunk_size: int, final: bool) -> Iterator[bytes]:
     """Take whole chunk_size pieces off the front of ``out`` (and the rest if final)."""
     while len(out) >= chunk_size or (final and out):
@@ -189,19 +212,23 @@ def plain_chunks(f: IO[bytes], chunk_size: int) -> Iterator[bytes]:
 
 @contextmanager
 def open_feed(source: Source) -> Iterator[tuple[bool, IO[bytes]]]:
-    """(is it gzip?, the stream at its first byte). Gzip is recognised by its magic bytes
-    (1f 8b), whatever the file is called; the stream is opened once, so a pipe loses nothing."""
+    """(is it gzip?, the stream at its first byte). Gzip is recognised by its magic
+    bytes (1f 8b), whatever the file is called; the stream is opened once, so a pipe
+    loses nothing."""
     with opened(source) as raw:
         head, f = peek(raw, 2)
         yield head == GZIP_MAGIC, f
+# --8<-- [end:files_pieces]
 
 
+# --8<-- [start:files_chunks]
 MAX_CHUNK: Final = 1 << 30  # a reader's buffer is one chunk: bounded, like its memory
 
 
 def check_chunk_size(chunk_size: object) -> int:
-    """A reader's chunk size: an int in 1..2^30 (bytes), the same words in every reader of
-    both twins. (0 would read nothing for ever; 2^40 would ask for a terabyte buffer.)"""
+    """A reader's chunk size: an int in 1..2^30 (bytes), the same words in every reader
+    of both twins. (0 would read nothing for ever; 2^40 would ask for a terabyte
+    buffer.)"""
     if isinstance(chunk_size, bool) or not isinstance(chunk_size, int):
         raise TypeError(f"chunk_size must be an int, got {type(chunk_size).__name__}")
     if not 1 <= chunk_size <= MAX_CHUNK:
@@ -210,7 +237,8 @@ def check_chunk_size(chunk_size: object) -> int:
 
 
 def file_chunks(source: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]:
-    """The (decompressed) bytes of an ITCH feed in chunks; refuses pcap/pcapng captures."""
+    """The (decompressed) bytes of an ITCH feed in chunks; refuses pcap/pcapng
+    captures."""
     chunk_size = check_chunk_size(chunk_size)
     with open_feed(source) as (gz, f):
         chunks = gunzip_chunks(f, chunk_size) if gz else plain_chunks(f, chunk_size)
@@ -220,4 +248,4 @@ def file_chunks(source: Source, chunk_size: int = CHUNK_SIZE) -> Iterator[bytes]
                 head += chunk[:4]
                 check_not_capture(head)
             yield chunk
-# --8<-- [end:files]
+# --8<-- [end:files_chunks]

@@ -249,9 +249,9 @@ void bind_pipeline(nb::module_& m, const char* name) {
 void register_pipeline(nb::module_& m) {
     m.def("usable_cpus", &usable_cpus, "The CPUs this process may run on (sched_getaffinity).");
     m.def("ring_stress", &ring_stress<>, "items"_a, "capacity"_a, "wait"_a = "yield",
-          "Pass `items` numbers through an SpscRing between two threads: "
-          "(received, in_order, seconds). wait: spin, yield (spin then yield), sleep "
-          "(spin, yield, then 50 us sleeps) or auto (= yield).");
+          "Pass `items` numbers through an SpscRing between two threads:\n"
+          "(received, in_order, seconds). wait: spin, yield (spin then yield),\n"
+          "sleep (spin, yield, then 50 us sleeps) or auto (= yield).");
     // Chapter 6's ablation: the same, with the ring's cached indices and separate cache
     // lines switched on or off (SpscRing's template parameters).
     m.def(

@@ -776,7 +776,9 @@ def usable_cpus() -> list[int]:
 
 def ring_stress(items: int, capacity: int, wait: str = "yield") -> tuple[int, bool, float]:
     """
-    Pass `items` numbers through an SpscRing between two threads: (received, in_order, seconds). wait: spin, yield (spin then yield), sleep (spin, yield, then 50 us sleeps) or auto (= yield).
+    Pass `items` numbers through an SpscRing between two threads:
+    (received, in_order, seconds). wait: spin, yield (spin then yield),
+    sleep (spin, yield, then 50 us sleeps) or auto (= yield).
     """
 
 def ring_stress_variant(
