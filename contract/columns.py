@@ -35,7 +35,9 @@ from contract.dtypes import MAX_PRICE
 # exact: it can pass 2**64, so it is split into two 64-bit halves (notional()).
 VWAP_DTYPE: Final = np.dtype(
     {
-        "names": ["locate", "executions", "unpriced", "shares", "notional_lo", "notional_hi"],
+        "names": [
+            "locate", "executions", "unpriced", "shares", "notional_lo", "notional_hi"
+        ],
         "formats": ["<u2", "<u8", "<u8", "<u8", "<u8", "<u8"],
         "offsets": [0, 8, 16, 24, 32, 40],
         "itemsize": 48,

@@ -13,13 +13,14 @@ import numpy as np
 from contract.dtypes import EVENT_DTYPE
 
 # --8<-- [start:reasons]
-# Reason codes: the number is what the C++ decoder returns, the name what ItchError.reason says.
+# Reason codes: the number is what the C++ decoder returns, the name what
+# ItchError.reason says.
 ITCH_REASONS: Final[tuple[str, ...]] = (
     "ok",
     "truncated_prefix",  # fewer than 2 bytes left where a length prefix should start
     "truncated_body",    # the prefix promises more bytes than are left
-    "zero_length",       # a length prefix of 0 (a record must hold at least its type byte)
-    "bad_length",        # a known type whose length prefix is not that type's fixed size
+    "zero_length",       # a length prefix of 0 (a record holds at least its type byte)
+    "bad_length",        # a known type whose length prefix is not its fixed size
     "not_itch",          # the file starts like a pcap/pcapng capture, not framed ITCH
     "bad_gzip",          # the gzip stream is corrupt or ends early
     "unknown_type",      # parse_message only: decode skips and counts unknown types
@@ -80,17 +81,20 @@ def counts_dict(per_byte: np.ndarray) -> dict[str, int]:
 
 
 # --8<-- [start:byte_view]
-BYTE_FORMATS: Final = ("B", "b", "c")  # single bytes: bytes, bytearray, uint8, int8, char
+# single bytes: bytes, bytearray, uint8, int8, char
+BYTE_FORMATS: Final = ("B", "b", "c")
 
 
 def byte_view(buffer: object) -> memoryview:
-    """``buffer`` as a one-dimensional, contiguous memoryview of single bytes, or TypeError.
+    """``buffer`` as a one-dimensional, contiguous memoryview of single bytes.
 
-    Every decoder entry point of both twins (itch.decode/scan, pcap.scan/feed, the order
-    readers' bytes input) checks its input here first, so both refuse the same things with
-    the same words: None, str, numbers, lists, arrays of wider items or of two dimensions,
-    non-contiguous views. (Each twin would otherwise fail in its own way: a memoryview
-    cast error in Python, nanobind's signature dump in C++.)
+    Anything else raises TypeError.
+
+    Every decoder entry point of both twins (itch.decode/scan, pcap.scan/feed, the
+    order readers' bytes input) checks its input here first, so both refuse the same
+    things with the same words: None, str, numbers, lists, arrays of wider items or of
+    two dimensions, non-contiguous views. (Each twin would otherwise fail in its own
+    way: a memoryview cast error in Python, nanobind's signature dump in C++.)
     """
     try:
         view = memoryview(buffer)  # type: ignore[arg-type]
@@ -106,6 +110,8 @@ def byte_view(buffer: object) -> memoryview:
     return view
 
 
-BYTES_WANTED: Final = ("buffer must be one-dimensional contiguous bytes (bytes, bytearray,"
-                       " mmap, or a memoryview or numpy array of uint8)")
+BYTES_WANTED: Final = (
+    "buffer must be one-dimensional contiguous bytes (bytes, bytearray,"
+    " mmap, or a memoryview or numpy array of uint8)"
+)
 # --8<-- [end:byte_view]

@@ -89,8 +89,8 @@ __all__ = [
 JOURNAL_MAGIC: Final = b"TMJOURN1"
 JOURNAL_VERSION: Final = 1
 FILE_HEADER: Final = struct.Struct("<8sII")        # magic, version, payload size
-RECORD_HEADER: Final = struct.Struct("<II")        # payload length, CRC-32 of the payload
-SEQUENCE: Final = struct.Struct("<Q")              # the payload starts with the sequence number
+RECORD_HEADER: Final = struct.Struct("<II")        # payload length, CRC-32 of payload
+SEQUENCE: Final = struct.Struct("<Q")              # the payload starts with the seq no.
 FILE_HEADER_SIZE: Final = FILE_HEADER.size         # 16
 RECORD_HEADER_SIZE: Final = RECORD_HEADER.size     # 8
 PAYLOAD_SIZE: Final = SEQUENCE.size + OPS_DTYPE.itemsize  # 8 + 32 = 40
@@ -107,7 +107,8 @@ POLICY_TIMER: Final = 2   # a write once the oldest pending record has waited
                           # ``interval_ms``: checked at each append and by poll()
 POLICIES: Final = ("every", "batch", "timer")
 # A writer buffers at most this many records: any policy also flushes when that many are
-# pending, so the C++ writer allocates its buffer once (native/journal.hpp kBufferRecords).
+# pending, so the C++ writer allocates its buffer once (native/journal.hpp
+# kBufferRecords).
 BUFFER_RECORDS: Final = 4096
 # --8<-- [end:format]
 
@@ -139,7 +140,7 @@ SCAN_BAD_MAGIC: Final = 2      # the first 8 bytes are not JOURNAL_MAGIC
 SCAN_BAD_VERSION: Final = 3    # a version or payload size this reader does not know
 SCAN_BAD_LENGTH: Final = 4     # a record's length prefix is not PAYLOAD_SIZE
 SCAN_BAD_CRC: Final = 5        # a record's CRC does not match, and it is not the last
-SCAN_BAD_SEQUENCE: Final = 6   # not the previous sequence number plus one (the first is 1)
+SCAN_BAD_SEQUENCE: Final = 6   # not the previous sequence number plus one (first: 1)
 # --8<-- [end:scan_codes]
 
 
@@ -328,7 +329,9 @@ def snapshot_bytes(last_seq: int, resting: np.ndarray) -> bytes:
 
 
 # --8<-- [start:write_snapshot]
-def write_snapshot(path: str | os.PathLike[str], last_seq: int, resting: np.ndarray) -> None:
+def write_snapshot(
+    path: str | os.PathLike[str], last_seq: int, resting: np.ndarray
+) -> None:
     """Write a snapshot so that ``path`` is always the old one or the new one, whole.
 
     The bytes go to a temporary file in the same directory, which is fsync'ed and then
@@ -399,7 +402,7 @@ def read_snapshot(path: str | os.PathLike[str]) -> tuple[int, np.ndarray]:
 
 # --8<-- [start:books_csv]
 def books_csv(resting: np.ndarray) -> str:
-    """The book as text, one row per resting order: ``side,price,priority,order_id,qty``.
+    """The book as text, a row per resting order: ``side,price,priority,order_id,qty``.
 
     ``resting`` is in snapshot order (bids best first, asks best first, each level
     oldest first), so a row's priority is its place among the rows of its level.

@@ -116,8 +116,9 @@ def default_workers() -> int:
 # --8<-- [start:owner]
 def owner(locate: int, workers: int) -> int:
     """The worker (0..workers-1) that owns a locate: Fibonacci hashing (multiply by
-    2^16 / golden ratio, keep 16 bits) spreads neighbouring locates, and a multiply-shift
-    maps 0..65535 onto 0..workers-1. native/shard.hpp has the same formula."""
+    2^16 / golden ratio, keep 16 bits) spreads neighbouring locates, and a
+    multiply-shift maps 0..65535 onto 0..workers-1. native/shard.hpp has the same
+    formula."""
     h = (locate * 40503) & 0xFFFF
     return (h * workers) >> 16
 # --8<-- [end:owner]

@@ -87,10 +87,10 @@ def columns(table: str, depth: int = DEFAULT_DEPTH) -> list[tuple[str, np.dtype]
 
 
 # --8<-- [start:lobster]
-# LOBSTER's layout (lobsterdata.com): a message file (time, type, order id, size, price,
-# direction) and an orderbook file (per level: ask price, ask size, bid price, bid size),
-# one row each per message, for the regular session only. An empty level is written as
-# LOBSTER's documentation describes: ask 9999999999, bid -9999999999, size 0.
+# LOBSTER's layout (lobsterdata.com): a message file (time, type, order id, size,
+# price, direction) and an orderbook file (per level: ask price, ask size, bid price,
+# bid size), one row each per message, for the regular session only. An empty level is
+# written as LOBSTER's documentation describes: ask 9999999999, bid -9999999999, size 0.
 # (UNVERIFIED against a LOBSTER file: the real sample has no empty level.)
 LOBSTER_START_NS: Final = 34_200 * 10**9  # 09:30:00
 LOBSTER_END_NS: Final = 57_600 * 10**9    # 16:00:00 (inclusive, as the file name's ms)
@@ -105,7 +105,7 @@ LOBSTER_HALT_PRICE: Final = {ord("H"): -1, ord("P"): -1, ord("Q"): 0, ord("T"): 
 
 
 def lobster_columns(levels: int) -> list[tuple[str, np.dtype]]:
-    """The builder's ``lobster`` table: the common columns, one message row, its book."""
+    """The builder's ``lobster`` table: common columns, one message row, its book."""
     body = [("type", "u1"), ("order_id", "<u8"), ("size", "<u8"), ("price", "<i8"),
             ("direction", "i1")]
     for k in range(1, levels + 1):

@@ -29,14 +29,16 @@ __all__ = ["Columns", "adds_above", "to_columns", "vwap"]
 
 # --8<-- [start:filter_loop]
 def adds_above(events: np.ndarray, stock: bytes | str, price: int) -> np.ndarray:
-    """Indices of every add order (A or F) of ``stock`` priced strictly above ``price``."""
+    """Indices of every add (A or F) of ``stock`` priced strictly above ``price``."""
     events = as_records(events, EVENT_DTYPE, "events")
     want, above = stock_field(stock), check_price(price)
     found = []
-    for i, ev in enumerate(events.tolist()):  # one tuple per record, fields in dtype order
+    # one tuple per record, fields in dtype order
+    for i, ev in enumerate(events.tolist()):
         _, _, _, _, _, ev_price, _, ev_type, _, _, ev_stock = ev
-        # numpy strips trailing NULs from an S8 field, never spaces: pad back to 8 bytes.
-        if ev_type in ADD_TYPES and ev_stock.ljust(8, b"\0") == want and ev_price > above:
+        # numpy strips an S8 field's trailing NULs, never spaces: pad back to 8 bytes.
+        if (ev_type in ADD_TYPES and ev_stock.ljust(8, b"\0") == want
+                and ev_price > above):
             found.append(i)
     return np.array(found, dtype=np.int64)
 # --8<-- [end:filter_loop]
@@ -47,7 +49,8 @@ def vwap(events: np.ndarray) -> np.ndarray:
     """Per locate: E executions, the unpriced ones, shares and notional (VWAP_DTYPE)."""
     events = as_records(events, EVENT_DTYPE, "events")
     price_of: dict[int, int] = {}             # order_ref -> its latest known price
-    sums: dict[int, list[int]] = {}           # locate -> [executions, unpriced, shares, notional]
+    # locate -> [executions, unpriced, shares, notional]
+    sums: dict[int, list[int]] = {}
     for ev in events.tolist():
         _, ref, new_ref, _, shares, price, locate, kind, _, _, _ = ev
         if kind in ADD_TYPES:
@@ -104,15 +107,17 @@ class Columns:
         intro = np.isin(kind, ADD_TYPES) | (kind == REPLACE_TYPE)
         execs = kind == EXECUTE_TYPE
         rows = np.flatnonzero(intro | execs)                   # stream order
-        ref = np.where(kind[rows] == REPLACE_TYPE, c["new_order_ref"][rows], c["order_ref"][rows])
-        order = np.lexsort((rows, ref))                        # by ref, then stream order
+        ref = np.where(kind[rows] == REPLACE_TYPE,
+                       c["new_order_ref"][rows], c["order_ref"][rows])
+        order = np.lexsort((rows, ref))                  # by ref, then stream order
         rows, ref = rows[order], ref[order]
         is_intro = intro[rows]
         # For each row, the latest introduction at or before it in this order...
         last = np.maximum.accumulate(np.where(is_intro, np.arange(len(rows)), -1))
         e = np.flatnonzero(~is_intro)
         j = last[e]
-        # ...which prices the E only if it introduced the same ref (so: earlier in the day).
+        # ...which prices the E only if it introduced the same ref (so: earlier in
+        # the day).
         priced = (j >= 0) & (ref[np.maximum(j, 0)] == ref[e])
         e_rows = rows[e]
         locate = c["locate"][e_rows].astype(np.int64)
@@ -125,12 +130,14 @@ class Columns:
         traded = np.zeros(groups, np.uint64)
         np.add.at(traded, locate[priced], shares[priced])
         lo, hi = np.zeros(groups, np.uint64), np.zeros(groups, np.uint64)
-        np.add.at(lo, locate, value & np.uint64(0xFFFF_FFFF))  # halves, so no sum overflows
+        # halves, so no sum overflows
+        np.add.at(lo, locate, value & np.uint64(0xFFFF_FFFF))
         np.add.at(hi, locate, value >> np.uint64(32))
         out = []
         for loc in np.flatnonzero(executions).tolist():
             total = (int(hi[loc]) << 32) + int(lo[loc])
-            out.append((loc, int(executions[loc]), int(unpriced[loc]), int(traded[loc]), total))
+            out.append((loc, int(executions[loc]), int(unpriced[loc]),
+                        int(traded[loc]), total))
         return vwap_rows(out)
     # --8<-- [end:vwap_numpy]
 

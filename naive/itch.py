@@ -277,9 +277,9 @@ Record = (
 # --8<-- [end:records]
 
 # --8<-- [start:formats]
-# The wire layout of each type as a big-endian ("> ") struct format, from the spec's table.
-# Python's struct has no 6-byte integer, so the timestamp is read as "6s" and converted
-# with int.from_bytes. struct.calcsize(fmt) is the message's fixed length.
+# The wire layout of each type as a big-endian (">") struct format, from the spec's
+# table. Python's struct has no 6-byte integer, so the timestamp is read as "6s" and
+# converted with int.from_bytes. struct.calcsize(fmt) is the message's fixed length.
 FORMATS: Final[dict[bytes, tuple[str, type[Record]]]] = {
     b"S": (">cHH6sc", SystemEvent),
     b"R": (">cHH6s8sccIcc2scccccIc", StockDirectory),
@@ -325,13 +325,14 @@ def parse_message(message: bytes | memoryview) -> Record:
         raise ItchError(0, "unknown_type", code[0] if code else -1, len(message))
     layout = STRUCTS[code]
     if len(message) != layout.size:
-        raise ItchError(0, "bad_length", code[0], len(message), f"type needs {layout.size}")
+        raise ItchError(0, "bad_length", code[0], len(message),
+                        f"type needs {layout.size}")
     _, locate, tracking, ts, *body = layout.unpack(message)
     return CLASSES[code](locate, tracking, int.from_bytes(ts, "big"), *body)
 
 
 def encode(record: Record) -> bytes:
-    """The message bytes of a record (no length prefix): the inverse of parse_message."""
+    """A record's message bytes (no length prefix): the inverse of parse_message."""
     code = TYPE_OF[type(record)]
     locate, tracking, ts, *body = record
     return STRUCTS[code].pack(code, locate, tracking, ts.to_bytes(6, "big"), *body)
@@ -396,8 +397,9 @@ def scan(buffer: bytes | memoryview, base: int = 0) -> tuple[
 ]:
     """Decode the whole records at the start of ``buffer``; stop at a partial one.
 
-    Returns (events, counts, consumed bytes, error or None). A partial record at the end is
-    not an error here (read_file carries it into the next chunk); decode() makes it one.
+    Returns (events, counts, consumed bytes, error or None). A partial record at the
+    end is not an error here (read_file carries it into the next chunk); decode() makes
+    it one.
     ``base`` is the buffer's offset in the file, so errors name absolute offsets.
     """
     mv = byte_view(buffer).cast("B")
@@ -424,7 +426,7 @@ def scan(buffer: bytes | memoryview, base: int = 0) -> tuple[
             if row is not None:
                 rows.append(row)
         off += 2 + length
-    events = np.zeros(len(rows), dtype=EVENT_DTYPE)  # zeros: padding bytes too, like C++
+    events = np.zeros(len(rows), dtype=EVENT_DTYPE)  # zeros: padding too, like C++
     events[:] = rows
     by_char = {chr(code): counts[code] for code in sorted(counts)}
     if error is not None:

@@ -453,8 +453,8 @@ class Engine:
         if snapshot_path is not None and Path(snapshot_path).exists():
             seq, resting = read_snapshot(snapshot_path)
             if seq > scan.last_seq:
-                raise JournalError(f"snapshot: covers sequence {seq}, the journal holds "
-                                   f"{scan.first_seq}..{scan.last_seq}", 16)
+                raise JournalError(f"snapshot: covers sequence {seq}, the journal "
+                                   f"holds {scan.first_seq}..{scan.last_seq}", 16)
             engine.book.apply(resting)
             engine.applied_seq = seq
         fills, rejects = engine.apply(ops[engine.applied_seq:])  # seq k is ops[k - 1]

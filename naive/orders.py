@@ -170,7 +170,7 @@ def field_error(number: int, name: str, text: bytes, problem: str) -> OrdersErro
 
 # --8<-- [start:read_csv]
 def read_csv(source: Source) -> np.ndarray:
-    """CSV orders -> OPS_DTYPE array (quantity 0: cancel; price 0: market; else limit)."""
+    """CSV orders -> OPS_DTYPE array (qty 0: cancel; price 0: market; else limit)."""
     records = []
     for number, fields in data_lines(source, CSV_FIELDS):
         try:
@@ -222,9 +222,9 @@ def lobster_to_ops(messages: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:
     """LOBSTER messages -> (OPS_DTYPE array, skipped rows by kind).
 
     1 submission -> limit, 2 partial cancel -> reduce, 3 deletion -> cancel, 4 visible
-    execution -> execute; 5 hidden execution, 6 cross trade, 7 halt change no visible book
-    and are skipped and counted (any other type, only possible in a hand-made array, as
-    "other").
+    execution -> execute; 5 hidden execution, 6 cross trade, 7 halt change no visible
+    book and are skipped and counted (any other type, only possible in a hand-made
+    array, as "other").
     """
     messages = check_lobster(messages)
     op_for = {1: OP_LIMIT, 2: OP_REDUCE, 3: OP_CANCEL, 4: OP_EXECUTE}

@@ -139,14 +139,17 @@ MAGICS: Final[dict[int, tuple[bool, bool]]] = {
 
 
 def parse_global_header(buf: bytes | memoryview, stats: Stats) -> str:
-    """Check the 24-byte global header; return the struct byte-order prefix for records."""
+    """Check the 24-byte global header; return records' struct byte-order prefix."""
     if len(buf) < GLOBAL_HEADER_LEN:
         raise PcapError(
-            f"not a pcap file: {len(buf)} bytes, shorter than the 24-byte global header", 0
+            f"not a pcap file: {len(buf)} bytes, shorter than the 24-byte global"
+            " header", 0
         )
     (magic,) = struct.unpack_from("<I", buf, 0)
     if magic not in MAGICS:
-        raise PcapError(f"not a classic pcap file: bad magic 0x{magic:08x} at byte offset 0", 0)
+        raise PcapError(
+            f"not a classic pcap file: bad magic 0x{magic:08x} at byte offset 0", 0
+        )
     nanosecond, big_endian = MAGICS[magic]
     order = ">" if big_endian else "<"
     snaplen, linktype = struct.unpack_from(order + "II", buf, 16)
@@ -185,8 +188,8 @@ def ethernet_payload(frame: memoryview, stats: Stats) -> memoryview | None:
 
 # --8<-- [start:ipv4]
 def udp_payload(ip: memoryview, stats: Stats) -> memoryview | None:
-    """The UDP payload of an IPv4 packet, bounded by the IP and UDP lengths (not the frame,
-    which Ethernet pads to 60 bytes)."""
+    """The UDP payload of an IPv4 packet, bounded by the IP and UDP lengths (not the
+    frame, which Ethernet pads to 60 bytes)."""
     if len(ip) < 20:
         stats["malformed"] += 1
         return None
@@ -194,7 +197,8 @@ def udp_payload(ip: memoryview, stats: Stats) -> memoryview | None:
         ">BBHHHBB", ip, 0
     )
     header_len = (version_ihl & 0x0F) * 4  # IHL counts 32-bit words: 20..60 bytes
-    if version_ihl >> 4 != 4 or header_len < 20 or total_len < header_len or total_len > len(ip):
+    if (version_ihl >> 4 != 4 or header_len < 20
+            or total_len < header_len or total_len > len(ip)):
         stats["malformed"] += 1
         return None
     if flags_frag & 0x3FFF:  # MF flag or a fragment offset: only reassembly could help

@@ -72,12 +72,15 @@ class _Queue(Protocol):
 
 
 # --8<-- [start:keep]
-def _keep(market: Market, me: int, workers: int, row: tuple[Any, ...]) -> tuple[bool, bool]:
+def _keep(
+    market: Market, me: int, workers: int, row: tuple[Any, ...]
+) -> tuple[bool, bool]:
     """Broadcast: does worker ``me`` keep this event, and is it ``foreign`` (kept by
-    reference although another worker owns its locate)? As in native/shard.hpp: an event
-    by reference goes to the market that holds its order, or, if none does, to its
-    locate's owner, whose market counts the unknown reference; a foreign event is also
-    applied (as unknown) by its locate's owner, and the merge takes that count back out."""
+    reference although another worker owns its locate)? As in native/shard.hpp: an
+    event by reference goes to the market that holds its order, or, if none does, to
+    its locate's owner, whose market counts the unknown reference; a foreign event is
+    also applied (as unknown) by its locate's owner, and the merge takes that count
+    back out."""
     _, ref, _, _, shares, price, locate, kind, _, _, _ = row
     mine = owner(locate, workers) == me
     if routed_by_reference(kind, market.mode, shares, price):
@@ -434,15 +437,17 @@ class Shard:
         fills = np.concatenate([p["fills"] for p in parts])
         seqs = np.concatenate([p["seqs"] for p in parts])
         fills = _as_fill_dtype(fills[np.argsort(seqs, kind="stable")])
-        counts: dict[str, dict[str, int]] = {"events": {}, "anomalies": {}, "rejects": {}}
+        counts: dict[str, dict[str, int]] = {
+            "events": {}, "anomalies": {}, "rejects": {}
+        }
         for p in parts:
             for group, values in p["counts"].items():
                 for key, value in values.items():
                     counts[group][key] = counts[group].get(key, 0) + value
             for key, value in p["foreign_by_type"].items():
                 counts["events"][key] -= value
-            unknown = ("anomalies", "unknown_ref") if self.mode == "book" else ("rejects",
-                                                                             "unknown_id")
+            unknown = (("anomalies", "unknown_ref") if self.mode == "book"
+                       else ("rejects", "unknown_id"))
             counts[unknown[0]][unknown[1]] -= p["foreign"]
         counts["events"] = {k: v for k, v in sorted(counts["events"].items()) if v}
         return {
@@ -451,7 +456,8 @@ class Shard:
             "fills": fills,
             "books_csv": merge_books_csv([p["books_csv"] for p in parts]),
             "counts": counts,
-            "fill_count": len(fills), "volume": int(fills["qty"].astype(np.int64).sum()),
+            "fill_count": len(fills),
+            "volume": int(fills["qty"].astype(np.int64).sum()),
             "live_orders": sum(p["live_orders"] for p in parts),
             "per_worker": [{"received": p["received"], "applied": p["applied"],
                             "foreign": p["foreign"]} for p in parts],

@@ -311,11 +311,10 @@ class TableBuilder:
     # --8<-- [end:top]
 
     # --8<-- [start:lobster]
-    def _lobster_book(self, e: EventRow, locate: int, side: int, price: int, shares: int,
-                      prev_price: int, prev_shares: int) -> None:
-        """LOBSTER's rows for a message that changed a book. A replace has no LOBSTER
-        type: it is a deletion of the old order (with the book between the two: the new
-        order not there yet), then a submission of the new one."""
+    def _lobster_book(self, e: EventRow, locate: int, side: int, price: int,
+                      shares: int, prev_price: int, prev_shares: int) -> None:
+        """LOBSTER's rows for a message that changed a book. A replace (no LOBSTER
+        type): a deletion, whose book lacks the new order, then a submission."""
         ts, ref, new_ref, _, _, _, _, kind, _, _, _ = e
         direction = 1 if side == 0 else -1
         if kind in (_A, _F):
@@ -334,11 +333,12 @@ class TableBuilder:
     def _lobster(self, ts: int, locate: int, message: tuple[int, int, int, int, int],
                  without: tuple[int, int, int] | None = None) -> None:
         """One LOBSTER row (regular session only): the message, then the book after it,
-        ``without`` one order (side, price, shares) that the book holds but the row must not."""
-        if not self._keep("lobster", locate) or not LOBSTER_START_NS <= ts <= LOBSTER_END_NS:
+        less ``without`` (side, price, shares), which it holds but the row must not."""
+        if (not self._keep("lobster", locate)
+                or not LOBSTER_START_NS <= ts <= LOBSTER_END_NS):
             return
         n = self.lobster
-        book: list[list[tuple[int, int]]] = [[], []]  # per side: (price, size), best first
+        book: list[list[tuple[int, int]]] = [[], []]  # [bids, asks], each best first
         for side in (0, 1):
             for price, size, orders in self._market.depth(locate, side, n + 1):
                 if without is not None and without[:2] == (side, price):

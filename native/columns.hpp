@@ -66,13 +66,14 @@ struct EventColumns {
     AlignedArray<std::uint32_t> shares, price;
     AlignedArray<std::uint16_t> locate;
     AlignedArray<std::uint8_t> type, side, printable;
-    AlignedArray<std::uint64_t> stock;  // the 8 stock bytes as one little-endian integer
+    AlignedArray<std::uint64_t> stock;  // the 8 stock bytes, one little-endian integer
 
     explicit EventColumns(const ItchEvent* ev, std::size_t count)
         : n(count), timestamp(count), order_ref(count), new_order_ref(count),
           match_number(count), shares(count), price(count), locate(count), type(count),
           side(count), printable(count), stock(count) {
-        for (std::size_t i = 0; i < count; ++i) {  // one pass: read a record, write 11 columns
+        // One pass: read a record, write 11 columns.
+        for (std::size_t i = 0; i < count; ++i) {
             timestamp[i] = ev[i].timestamp;
             order_ref[i] = ev[i].order_ref;
             new_order_ref[i] = ev[i].new_order_ref;
@@ -117,8 +118,8 @@ inline std::size_t adds_above_aos(const ItchEvent* ev, std::size_t n, std::uint6
 // price) instead of touching the 56-byte record's cache line.
 inline std::size_t adds_above_soa(const std::uint8_t* type, const std::uint64_t* stock,
                                   const std::uint32_t* price, std::size_t start,
-                                  std::size_t stop, std::uint64_t key, std::uint32_t above,
-                                  std::int64_t* out) {
+                                  std::size_t stop, std::uint64_t key,
+                                  std::uint32_t above, std::int64_t* out) {
     std::size_t k = 0;
     for (std::size_t i = start; i < stop; ++i) {
         const bool add = type[i] == 'A' || type[i] == 'F';
@@ -146,19 +147,19 @@ inline std::size_t emit(std::uint32_t mask, std::size_t i, std::int64_t* out, st
 }
 
 // --8<-- [start:filter_avx2]
-// AVX2: 8 rows per step. 256-bit registers hold 8 prices (u32) or 4 stock keys (u64), so
-// the step compares 8 prices in one instruction and 8 keys in two, and squeezes each
+// AVX2: 8 rows per step. 256-bit registers hold 8 prices (u32) or 4 stock keys (u64),
+// so the step compares 8 prices in one instruction and 8 keys in two, and squeezes each
 // comparison into an 8-bit mask (one bit per row) that plain integer ANDs combine.
-TWINMATCH_AVX2_TARGET
-inline std::size_t adds_above_avx2(const std::uint8_t* type, const std::uint64_t* stock,
-                                   const std::uint32_t* price, std::size_t start,
-                                   std::size_t stop, std::uint64_t key, std::uint32_t above,
-                                   std::int64_t* out) {
+TWINMATCH_AVX2_TARGET inline std::size_t adds_above_avx2(
+    const std::uint8_t* type, const std::uint64_t* stock, const std::uint32_t* price,
+    std::size_t start, std::size_t stop, std::uint64_t key, std::uint32_t above,
+    std::int64_t* out) {
     const __m256i keys = _mm256_set1_epi64x(static_cast<long long>(key));
-    // AVX2 compares only signed integers: flipping the top bit of both sides maps unsigned
-    // order onto signed order (0 -> INT32_MIN, 2^32-1 -> INT32_MAX).
+    // AVX2 compares only signed integers: flipping the top bit of both sides maps
+    // unsigned order onto signed order (0 -> INT32_MIN, 2^32-1 -> INT32_MAX).
     const __m256i flip = _mm256_set1_epi32(INT32_MIN);
-    const __m256i limit = _mm256_xor_si256(_mm256_set1_epi32(static_cast<int>(above)), flip);
+    const __m256i limit =
+        _mm256_xor_si256(_mm256_set1_epi32(static_cast<int>(above)), flip);
     const __m128i a = _mm_set1_epi8('A'), f = _mm_set1_epi8('F');
     std::size_t k = 0, i = start;
     for (; i + 8 <= stop; i += 8) {
@@ -166,12 +167,17 @@ inline std::size_t adds_above_avx2(const std::uint8_t* type, const std::uint64_t
         // multiple of 8 rows is not 32-byte aligned); see the chapter's sidebar.
         const __m128i t = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(type + i));
         const __m128i is_add = _mm_or_si128(_mm_cmpeq_epi8(t, a), _mm_cmpeq_epi8(t, f));
-        const std::uint32_t m_type = static_cast<std::uint32_t>(_mm_movemask_epi8(is_add)) & 0xFF;
-        const __m256i p = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(price + i));
+        const std::uint32_t m_type =
+            static_cast<std::uint32_t>(_mm_movemask_epi8(is_add)) & 0xFF;
+        const __m256i p =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(price + i));
         const __m256i gt = _mm256_cmpgt_epi32(_mm256_xor_si256(p, flip), limit);
-        const auto m_price = static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(gt)));
-        const __m256i s0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(stock + i));
-        const __m256i s1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(stock + i + 4));
+        const auto m_price =
+            static_cast<std::uint32_t>(_mm256_movemask_ps(_mm256_castsi256_ps(gt)));
+        const __m256i s0 =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(stock + i));
+        const __m256i s1 =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(stock + i + 4));
         const auto m0 = static_cast<std::uint32_t>(
             _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(s0, keys))));
         const auto m1 = static_cast<std::uint32_t>(
@@ -186,11 +192,10 @@ inline std::size_t adds_above_avx2(const std::uint8_t* type, const std::uint64_t
 // --8<-- [start:filter_avx512]
 // AVX-512: 16 rows per step, and the comparisons write mask registers directly (one bit
 // per row), including an unsigned compare, so no sign trick and no movemask.
-TWINMATCH_AVX512_TARGET
-inline std::size_t adds_above_avx512(const std::uint8_t* type, const std::uint64_t* stock,
-                                     const std::uint32_t* price, std::size_t start,
-                                     std::size_t stop, std::uint64_t key, std::uint32_t above,
-                                     std::int64_t* out) {
+TWINMATCH_AVX512_TARGET inline std::size_t adds_above_avx512(
+    const std::uint8_t* type, const std::uint64_t* stock, const std::uint32_t* price,
+    std::size_t start, std::size_t stop, std::uint64_t key, std::uint32_t above,
+    std::int64_t* out) {
     const __m512i keys = _mm512_set1_epi64(static_cast<long long>(key));
     const __m512i limit = _mm512_set1_epi32(static_cast<int>(above));
     const __m128i a = _mm_set1_epi8('A'), f = _mm_set1_epi8('F');
@@ -198,10 +203,14 @@ inline std::size_t adds_above_avx512(const std::uint8_t* type, const std::uint64
     for (; i + 16 <= stop; i += 16) {
         const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(type + i));
         const __mmask16 m_type = _mm_cmpeq_epi8_mask(t, a) | _mm_cmpeq_epi8_mask(t, f);
-        const __mmask16 m_price = _mm512_cmpgt_epu32_mask(_mm512_loadu_si512(price + i), limit);
-        const __mmask8 m0 = _mm512_cmpeq_epi64_mask(_mm512_loadu_si512(stock + i), keys);
-        const __mmask8 m1 = _mm512_cmpeq_epi64_mask(_mm512_loadu_si512(stock + i + 8), keys);
-        const std::uint32_t m_stock = static_cast<std::uint32_t>(m0) | static_cast<std::uint32_t>(m1) << 8;
+        const __mmask16 m_price =
+            _mm512_cmpgt_epu32_mask(_mm512_loadu_si512(price + i), limit);
+        const __mmask8 m0 =
+            _mm512_cmpeq_epi64_mask(_mm512_loadu_si512(stock + i), keys);
+        const __mmask8 m1 =
+            _mm512_cmpeq_epi64_mask(_mm512_loadu_si512(stock + i + 8), keys);
+        const std::uint32_t m_stock =
+            static_cast<std::uint32_t>(m0) | static_cast<std::uint32_t>(m1) << 8;
         k = emit(static_cast<std::uint32_t>(m_type & m_price) & m_stock, i, out, k);
     }
     return k + adds_above_soa(type, stock, price, i, stop, key, above, out + k);
@@ -228,18 +237,21 @@ inline Level cpu_level() {
 
 // The filter over columns [start, stop) at `level` (at most cpu_level(): the binding
 // refuses a higher one, which would be an illegal instruction).
-inline std::size_t adds_above(const EventColumns& c, std::size_t start, std::size_t stop,
-                              std::uint64_t key, std::uint32_t above, Level level,
-                              std::int64_t* out) {
+inline std::size_t adds_above(const EventColumns& c, std::size_t start,
+                              std::size_t stop, std::uint64_t key, std::uint32_t above,
+                              Level level, std::int64_t* out) {
     const std::uint8_t* t = c.type.data.get();
     const std::uint64_t* s = c.stock.data.get();
     const std::uint32_t* p = c.price.data.get();
     switch (level) {
 #ifdef TWINMATCH_COLUMNS_X86
-        case Level::Avx512: return adds_above_avx512(t, s, p, start, stop, key, above, out);
-        case Level::Avx2: return adds_above_avx2(t, s, p, start, stop, key, above, out);
+        case Level::Avx512:
+            return adds_above_avx512(t, s, p, start, stop, key, above, out);
+        case Level::Avx2:
+            return adds_above_avx2(t, s, p, start, stop, key, above, out);
 #endif
-        default: return adds_above_soa(t, s, p, start, stop, key, above, out);
+        default:
+            return adds_above_soa(t, s, p, start, stop, key, above, out);
     }
 }
 // --8<-- [end:dispatch]

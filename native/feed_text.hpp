@@ -8,8 +8,8 @@
 namespace twinmatch {
 
 // --8<-- [start:show_bytes]
-// Printable ASCII as itself, except backslash (the escape), comma (the CSV separator) and
-// double quote (the CSV quote); any other byte as \xNN (two lowercase hex digits).
+// Printable ASCII as itself, except backslash (the escape), comma (the CSV separator)
+// and double quote (the CSV quote); any other byte as \xNN (two lowercase hex digits).
 inline std::string show_bytes(const char* p, std::size_t n) {
     static constexpr char kHex[] = "0123456789abcdef";
     std::string s;

@@ -186,7 +186,8 @@ inline auto read_field(const std::uint8_t* q) {
     else return be64(q);
 }
 #define ITCH_READ(T, field, p) read_field<decltype(T::field)>((p) + offsetof(T, field))
-#define ITCH_STOCK(T, p, e) std::memcpy((e).stock, (p) + offsetof(T, stock), sizeof (e).stock)
+#define ITCH_STOCK(T, p, e) \
+    std::memcpy((e).stock, (p) + offsetof(T, stock), sizeof (e).stock)
 // --8<-- [end:read_field]
 
 // --8<-- [start:decode_one]
@@ -357,8 +358,10 @@ inline ScanResult scan_scalar(const std::uint8_t* buf, std::size_t n, ItchEvent*
 // read for ownership; they are used only for outputs too large to stay in the caches
 // anyway.
 struct alignas(64) EventShuffle {  // each 64-byte index row in one cache line
-    std::array<std::array<std::uint8_t, 64>, 256> index{};  // event byte j <- message byte
-    std::array<std::uint64_t, 256> keep{};   // bit j set: event byte j comes from the message
+    // index[type][j]: the message byte that event byte j is copied from
+    std::array<std::array<std::uint8_t, 64>, 256> index{};
+    // bit j of keep[type] set: event byte j comes from the message (clear: it is zero)
+    std::array<std::uint64_t, 256> keep{};
     std::array<std::uint8_t, 256> makes_event{};
 // --8<-- [end:simd_table]
 };
@@ -513,9 +516,9 @@ inline bool cpu_has_vbmi() { return false; }
 #endif
 
 // --8<-- [start:simd_dispatch]
-// Streaming stores bypass the caches: only for an output of 1 MiB or more, too large to
-// be read back from a core's own caches; a smaller one stays cached for whoever reads
-// it next.
+// Streaming stores bypass the caches: only when the output can reach 1 MiB (room for
+// n / kMinEventRecord events), too large to be read back from a core's own caches; a
+// smaller one stays cached for whoever reads it next.
 inline constexpr std::size_t kStreamingBytes = 1u << 20;
 
 // Decode (see scan_scalar) with the fastest loop this CPU supports; `simd = false`
@@ -524,7 +527,8 @@ inline ScanResult scan(const std::uint8_t* buf, std::size_t n, ItchEvent* out,
                        std::uint64_t* counts, bool simd = true) {
 #ifdef TWINMATCH_ITCH_VBMI
     if (simd && cpu_has_vbmi()) {
-        const bool streaming = n / kMinEventRecord * sizeof(ItchEvent) >= kStreamingBytes;
+        const bool streaming =
+            n / kMinEventRecord * sizeof(ItchEvent) >= kStreamingBytes;
         return scan_vbmi(buf, n, out, counts, streaming);
     }
 #endif

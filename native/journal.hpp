@@ -33,7 +33,8 @@ inline constexpr std::array<std::array<std::uint32_t, 256>, 8> kCrcTables = [] {
         t[0][i] = c;
     }
     for (std::uint32_t i = 0; i < 256; ++i)
-        for (std::size_t s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFF];
+        for (std::size_t s = 1; s < 8; ++s)
+            t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xFF];
     return t;
 }();
 
@@ -47,13 +48,16 @@ inline std::uint32_t crc32(const void* data, std::size_t n, std::uint32_t crc = 
         std::memcpy(&lo, p, 4);  // memcpy: the bytes may sit at any address
         std::memcpy(&hi, p + 4, 4);
         lo ^= crc;  // little-endian host assumed, as by every struct in dtypes.hpp
-        crc = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^ t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^
-              t[3][hi & 0xFF] ^ t[2][(hi >> 8) & 0xFF] ^ t[1][(hi >> 16) & 0xFF] ^ t[0][hi >> 24];
+        crc = t[7][lo & 0xFF] ^ t[6][(lo >> 8) & 0xFF] ^
+              t[5][(lo >> 16) & 0xFF] ^ t[4][lo >> 24] ^
+              t[3][hi & 0xFF] ^ t[2][(hi >> 8) & 0xFF] ^
+              t[1][(hi >> 16) & 0xFF] ^ t[0][hi >> 24];
     }
     for (; n > 0; --n, ++p) crc = t[0][(crc ^ *p) & 0xFF] ^ (crc >> 8);
     return ~crc;
 }
-static_assert(std::endian::native == std::endian::little, "the journal is little-endian");
+static_assert(std::endian::native == std::endian::little,
+              "the journal is little-endian");
 // --8<-- [end:crc]
 
 // --8<-- [start:record]
@@ -90,7 +94,8 @@ public:
     // --8<-- [start:writer_open]
     // Step 1 of opening: take the journal's lock (the file `lock_path`, next to it). A
     // second writer, in this process or another, gets EWOULDBLOCK instead of a file in
-    // which two engines interleave records. Errors are errno values (the binding reads).
+    // which two engines interleave records. Errors are errno values (the binding
+    // raises JournalLocked for EWOULDBLOCK, OSError for the others).
     int lock(const char* lock_path) {
         lock_fd_ = ::open(lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
         if (lock_fd_ < 0) return errno;

@@ -658,7 +658,9 @@ public:
     CappedIds& operator=(const CappedIds&) = delete;
     bool accepts(std::uint64_t id) const { return id < cap_; }
     template <class Pool>
-    std::uint32_t find(std::uint64_t id, const Pool&) const { return slots_[id] - 1; }  // 0-1 = kNil
+    std::uint32_t find(std::uint64_t id, const Pool&) const {
+        return slots_[id] - 1;  // 0-1 = kNil
+    }
     template <class Pool>
     void ensure_one(Pool&) {}
     template <class Pool>
@@ -724,12 +726,14 @@ public:
 
     // --8<-- [start:layout_add]
     template <class Sink>
-    Reason add_limit(std::uint64_t id, Side side, std::int64_t price, std::int64_t qty, Sink&& sink) {
+    Reason add_limit(std::uint64_t id, Side side, std::int64_t price, std::int64_t qty,
+                     Sink&& sink) {
         if (!price_ok(price)) return Reason::BadPrice;
         if (qty < 1 || qty > kMaxQty) return Reason::BadQty;
         if (!ids_.accepts(id)) return Reason::UnknownId;  // capped only: no slot for it
         if (ids_.find(id, pool_) != kNil) return Reason::DuplicateId;
-        if (size_ >= max_orders_) throw BookFull("book full: it holds max_orders resting orders");
+        if (size_ >= max_orders_)
+            throw BookFull("book full: it holds max_orders resting orders");
         // Everything that can fail (allocate) happens here, before anything changes.
         pool_.ensure_one();
         ids_.ensure_one(pool_);
@@ -889,8 +893,8 @@ private:
     // --8<-- [start:layout_match]
     // Trade against the opposite side while it crosses `limit`; returns the qty left.
     template <class Sink>
-    std::uint32_t match(std::uint64_t id, Side side, std::uint64_t limit, std::uint32_t qty,
-                        Sink& sink) {
+    std::uint32_t match(std::uint64_t id, Side side, std::uint64_t limit,
+                        std::uint32_t qty, Sink& sink) {
         return on_side(opposite(side), [&](auto& rest) {
             while (qty > 0 && crosses(side, limit)) {
                 std::uint32_t price = rest.best();

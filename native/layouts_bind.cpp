@@ -17,13 +17,13 @@ using namespace twinmatch::layouts;
 // start-up and the set-up around them. Four copies per layout ("slots"), one per
 // workload, so that one valgrind run can count every layout on every workload and tell
 // the counts apart by function name.
-#define TWINMATCH_LAYOUT_COUNTED(NAME, LAYOUT, SLOT)                                          \
-    extern "C" __attribute__((visibility("default"), noipa)) void                             \
-        twinmatch_layout_##NAME##_counted_##SLOT(LayoutBook<LAYOUT>& book, const OpRecord* ops, \
-                                                 std::size_t n, std::vector<FillRecord>& fills, \
-                                                 std::vector<RejectRecord>& rejects,          \
-                                                 std::uint32_t& at) {                         \
-        run_ops(book, ops, n, fills, rejects, at);                                             \
+#define TWINMATCH_LAYOUT_COUNTED(NAME, LAYOUT, SLOT)                                   \
+    extern "C" __attribute__((visibility("default"), noipa)) void                      \
+        twinmatch_layout_##NAME##_counted_##SLOT(                                      \
+            LayoutBook<LAYOUT>& book, const OpRecord* ops, std::size_t n,              \
+            std::vector<FillRecord>& fills, std::vector<RejectRecord>& rejects,        \
+            std::uint32_t& at) {                                                       \
+        run_ops(book, ops, n, fills, rejects, at);                                     \
     }
 #define TWINMATCH_LAYOUT_SLOTS(NAME, LAYOUT)   \
     TWINMATCH_LAYOUT_COUNTED(NAME, LAYOUT, 0)  \

@@ -338,13 +338,12 @@ private:
     }
 
     // --8<-- [start:schedule]
-    // The loop: send what is due, write, wait for answers (epoll), match them.
-    void loop() {
+    void loop() {  // send what is due, write, wait for answers (epoll), match them
         epoll_event evs[64];
-        std::int64_t next = 0;                        // open loop: the next scheduled request
+        std::int64_t next = 0;                  // open loop: the next scheduled request
         for (;;) {
             const std::int64_t now = now_ns();
-            if (now > deadline_) break;               // the rest is counted as unanswered
+            if (now > deadline_) break;         // the rest is counted as unanswered
             poll_interrupt(now);
             const double elapsed = double(now - t0_);
             if (!p_.open) {
@@ -353,24 +352,25 @@ private:
                            (!p_.pace || double(result_.sent) * interval_ <= elapsed))
                         send(s, now);
             } else {
-                while (result_.sent < p_.requests && double(next) * interval_ <= elapsed) {
+                while (result_.sent < p_.requests &&
+                       double(next) * interval_ <= elapsed) {
                     Session& s = ss_[std::size_t(next % p_.sessions)];
-                    const std::int64_t scheduled = t0_ + std::int64_t(double(next) * interval_);
+                    const std::int64_t scheduled =
+                        t0_ + std::int64_t(double(next) * interval_);
                     if (now - scheduled > kLateNs) ++result_.late_sends;
-                    result_.send_delays_ns.push_back(std::max<std::int64_t>(0, now - scheduled));
-                    send(s, scheduled);               // charged from its schedule, not now
+                    result_.send_delays_ns.push_back(
+                        std::max<std::int64_t>(0, now - scheduled));
+                    send(s, scheduled);         // charged from its schedule, not now
                     ++next;
                 }
             }
             for (std::size_t i = 0; i < ss_.size(); ++i)
                 if (ss_[i].out.size() && !ss_[i].want_out) flush(ss_[i], i);
-            std::int64_t wait = 10'000'000;           // 10 ms when nothing is due
+            std::int64_t wait = 10'000'000;     // 10 ms when nothing is due
             if ((p_.open || p_.pace) && result_.sent < p_.requests) {
-                // epoll waits in whole milliseconds: within 1 ms of the next send, poll
-                // without waiting, so no request goes out late by the rounding.
                 const double left = double(p_.open ? next : result_.sent) * interval_ -
                                     double(now_ns() - t0_);
-                if (left < 1e6) wait = 0;
+                if (left < 1e6) wait = 0;  // epoll waits whole ms: poll, none goes late
                 else if (left - 1e6 < double(wait)) wait = std::int64_t(left - 1e6);
             }
             const int n = ::epoll_wait(ep_, evs, 64, wait_ms(wait));

@@ -180,14 +180,14 @@ private:
         Level* level;  // std::map nodes never move, so this stays valid
         std::list<Order>::iterator order;
     };
-    using Bids = std::map<std::uint32_t, Level, std::greater<>>;  // best (highest) first
-    using Asks = std::map<std::uint32_t, Level, std::less<>>;     // best (lowest) first
+    using Bids = std::map<std::uint32_t, Level, std::greater<>>;  // best first: highest
+    using Asks = std::map<std::uint32_t, Level, std::less<>>;     // best first: lowest
     // --8<-- [end:map_state]
 
     // --8<-- [start:map_match]
     template <class Levels, class Sink>
-    std::uint32_t match(std::uint64_t id, Side side, Levels& levels, std::uint64_t limit,
-                        std::uint32_t qty, Sink& sink) {
+    std::uint32_t match(std::uint64_t id, Side side, Levels& levels,
+                        std::uint64_t limit, std::uint32_t qty, Sink& sink) {
         while (qty > 0 && !levels.empty()) {
             auto lvl = levels.begin();
             std::uint32_t price = lvl->first;

@@ -67,7 +67,8 @@ inline bool digits_u64(Span s, std::uint64_t& v) {
 // --8<-- [start:parse_field]
 inline Problem parse_uint(Span t, std::uint64_t max, std::uint64_t& v) {
     if (t.empty()) return Problem::Missing;
-    if (all_digits(t)) return digits_u64(t, v) && v <= max ? Problem::Ok : Problem::OutOfRange;
+    if (all_digits(t))
+        return digits_u64(t, v) && v <= max ? Problem::Ok : Problem::OutOfRange;
     if (*t.b == '-' && all_digits({t.b + 1, t.e})) return Problem::Negative;
     return Problem::NotNumber;
 }
@@ -282,8 +283,9 @@ inline std::size_t parse_lobster(const std::uint8_t* data, std::size_t n, Lobste
 
 // --8<-- [start:lobster_to_ops]
 // skipped[0..3]: hidden executions, cross trades, halts, other types.
-// `in` is raw bytes: a numpy array handed in by a caller may sit at any address, so each
-// record is memcpy'd into an aligned local instead of being read through a cast pointer.
+// `in` is raw bytes: a numpy array handed in by a caller may sit at any address, so
+// each record is memcpy'd into an aligned local instead of being read through a cast
+// pointer.
 inline std::size_t lobster_to_ops(const std::uint8_t* in, std::size_t n, OpRecord* out,
                                   std::uint64_t (&skipped)[4]) {
     std::size_t count = 0;
@@ -304,7 +306,7 @@ inline std::size_t lobster_to_ops(const std::uint8_t* in, std::size_t n, OpRecor
         OpRecord& r = out[count++];
         r = OpRecord{};
         r.order_id = m.order_id;
-        r.price = static_cast<std::uint32_t>(m.price);  // modulo 2**32, as the naive twin
+        r.price = static_cast<std::uint32_t>(m.price);  // mod 2**32, as the naive twin
         r.qty = m.size;
         r.op = static_cast<std::uint8_t>(op);
         r.side = m.direction == 1 ? 0 : 1;

@@ -143,7 +143,8 @@ private:
     // --8<-- [start:pcap_header]
     bool parse_global_header(const std::uint8_t* p) {
         const std::uint32_t magic = le32(p);
-        switch (magic) {  // read little-endian; the swapped spellings mean a big-endian file
+        // Read little-endian; the swapped spellings mean a big-endian file.
+        switch (magic) {
             case 0xA1B2C3D4: stats.nanosecond = 0; big_endian = false; break;
             case 0xA1B23C4D: stats.nanosecond = 1; big_endian = false; break;
             case 0xD4C3B2A1: stats.nanosecond = 0; big_endian = true; break;
@@ -187,7 +188,8 @@ private:
         // --8<-- [end:vlan]
         // --8<-- [start:ipv4]
         if (ip_avail < 20) { ++stats.malformed; return; }
-        const std::size_t header_len = std::size_t{ip[0] & 0x0Fu} * 4;  // IHL in 32-bit words
+        // IHL counts 32-bit words (a valid header: 20..60 bytes).
+        const std::size_t header_len = std::size_t{ip[0] & 0x0Fu} * 4;
         const std::size_t total_len = be16(ip + 2);
         if ((ip[0] >> 4) != 4 || header_len < 20 || total_len < header_len ||
             total_len > ip_avail) {
@@ -197,7 +199,8 @@ private:
         if (be16(ip + 6) & 0x3FFF) { ++stats.ipv4_fragments; return; }  // MF or offset
         if (ip[9] != 17) { ++stats.non_udp; return; }
         const std::uint8_t* udp = ip + header_len;
-        const std::size_t udp_avail = total_len - header_len;  // bounded by IP, not the frame
+        // Bounded by the IP length, not the frame (which Ethernet pads to 60 bytes).
+        const std::size_t udp_avail = total_len - header_len;
         if (udp_avail < 8) { ++stats.malformed; return; }
         const std::size_t udp_len = be16(udp + 4);
         if (udp_len < 8 || udp_len > udp_avail) { ++stats.malformed; return; }

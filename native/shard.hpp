@@ -128,9 +128,9 @@ private:
     };
     static_assert(sizeof(Reader) == kCacheLine, "one reader per line");
 
-    alignas(kCacheLine) std::atomic<std::uint64_t> published_{0};  // written by the writer
-    alignas(kCacheLine) std::uint64_t next_ = 0;       // writer's private copies
-    std::uint64_t min_cache_ = 0;                      // writer's copy of the slowest seq
+    alignas(kCacheLine) std::atomic<std::uint64_t> published_{0};  // set by the writer
+    alignas(kCacheLine) std::uint64_t next_ = 0;  // writer's private copies
+    std::uint64_t min_cache_ = 0;                 // writer's copy of the slowest seq
     alignas(kCacheLine) const std::uint64_t mask_;
     const std::size_t n_;
     std::unique_ptr<Reader[]> readers_;
@@ -145,7 +145,8 @@ private:
     static T* allocate(std::size_t n) {
         void* raw = ::operator new[](n * sizeof(T), std::align_val_t{kCacheLine});
         T* p = static_cast<T*>(raw);
-        std::uninitialized_value_construct_n(p, n);  // zeroed; trivial: nothing to destroy
+        // Zeroed; T is trivially copyable, so there is nothing to destroy.
+        std::uninitialized_value_construct_n(p, n);
         return p;
     }
     std::unique_ptr<T[], AlignedDelete> slots_;
@@ -301,7 +302,8 @@ private:
         const std::size_t before = w.fills.size();
         w.market.run(&s.ev, 1, w.fills);  // op_index 0: set below
         for (std::size_t i = before; i < w.fills.size(); ++i) {
-            w.fills[i].op_index = static_cast<std::uint32_t>(s.seq);  // low 32 bits, as Market's
+            // The event's index in the stream, low 32 bits, as Market's.
+            w.fills[i].op_index = static_cast<std::uint32_t>(s.seq);
             w.fill_seq.push_back(s.seq);
         }
         ++w.st.applied;
@@ -327,8 +329,8 @@ private:
     // --8<-- [end:duplicate]
 
     // --8<-- [start:keep]
-    // Broadcast: does worker `me` keep this event? Its locate's owner keeps it, except an
-    // event by reference, which the worker whose market holds the order keeps. If no
+    // Broadcast: does worker `me` keep this event? Its locate's owner keeps it, except
+    // an event by reference, which the worker whose market holds the order keeps. If no
     // market holds it, the locate's owner applies it and its market counts the unknown
     // reference, as one Market would. If another worker holds it (the message's locate
     // disagrees with the order's: Market's locate_mismatch), both apply it; the holder

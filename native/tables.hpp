@@ -215,8 +215,9 @@ public:
 private:
     // --8<-- [start:lookahead]
     // The builder's own lines, asked for beside the market's look-ahead: the locate's
-    // line (kAhead records ahead) and the level's order count (an add: kAhead ahead, its
-    // key is in the message; a reference: kLevel ahead, once the order's node has come).
+    // line (kAhead records ahead) and the level's order count (an add: kAhead ahead,
+    // its key is in the message; a reference: kLevel ahead, once the order's node has
+    // come).
     [[gnu::always_inline]] void hint(Market::Lookahead& la) {
         market_.look_next(la);
         const Market::Ahead& a = *la.first;
@@ -597,10 +598,12 @@ private:
         for (int s = 0; s < 2; ++s) {
             LevelRow* side = out + s * n;
             std::uint32_t i = 0;
-            market_.depth_totals(locate, Side(s), n, [&](std::uint32_t price, std::uint64_t qty) {
-                side[i++] = LevelRow{price, qty,
-                                     level_orders_.find(level_key(locate, Side(s), price))};
-            });
+            market_.depth_totals(
+                locate, Side(s), n, [&](std::uint32_t price, std::uint64_t qty) {
+                    side[i++] = LevelRow{
+                        price, qty,
+                        level_orders_.find(level_key(locate, Side(s), price))};
+                });
             for (; i < n; ++i) side[i] = LevelRow{};
         }
     }

@@ -26,7 +26,7 @@ HEADER: Final = [("type", "u1"), ("locate", ">u2"), ("tracking", ">u2"),
 
 
 def be(*fields: tuple[str, str]) -> np.dtype:
-    """A packed big-endian record: the header, then ``fields`` (named as EVENT_DTYPE's)."""
+    """A packed big-endian record: the header, then ``fields`` (EVENT_DTYPE's names)."""
     return np.dtype(HEADER + list(fields))
 
 

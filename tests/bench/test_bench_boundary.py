@@ -57,7 +57,9 @@ def thread_streams() -> tuple[np.ndarray, np.ndarray]:
 
 
 # --8<-- [start:threads]
-def apply_in_threads(books: list[Any], streams: tuple[np.ndarray, ...], threads: int) -> None:
+def apply_in_threads(
+    books: list[Any], streams: tuple[np.ndarray, ...], threads: int
+) -> None:
     """Each book applies its own stream; in one thread after another, or all at once."""
     if threads == 1:
         for book, ops in zip(books, streams, strict=True):
