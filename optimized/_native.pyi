@@ -631,7 +631,13 @@ class GenSimulator:
     """The exchange simulator of twinmatch.gen: a day of ITCH messages."""
 
     def __init__(
-        self, seed: int, messages: int, symbols: int, flow: bool, all_types: bool = False
+        self,
+        seed: int,
+        messages: int,
+        symbols: int,
+        flow: bool,
+        all_types: bool = False,
+        intraday: bool = False,
     ) -> None: ...
     def next_chunk(self, min_bytes: int) -> bytes:
         """

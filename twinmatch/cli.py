@@ -157,7 +157,8 @@ def gen_market(args: argparse.Namespace) -> int:
     formats = list(FORMATS) if args.format == "all" else [args.format]
     try:
         result = write_market_day(args.out, args.messages, args.symbols, args.seed, formats,
-                                  args.name, args.gzip_level, args.all_types)
+                                  args.name, args.gzip_level, args.all_types,
+                                  args.profile)
     except (GenArgumentError, OutputError) as exc:
         return _bad_argument("gen market", exc)
     except OSError as exc:  # a full disk, a failed write: nothing is left under a final name
@@ -777,6 +778,9 @@ def _add_core_parsers(sub: Any) -> None:
     m.add_argument("--all-types", action="store_true",
                    help="also Q crosses, B breaks, I imbalances, h halts and C prints away "
                         "from the resting price (no book changes; off: the day as before)")
+    m.add_argument("--profile", choices=["flat", "intraday"], default="flat",
+                   help="when events happen: flat (evenly, the default) or intraday (busy "
+                        "open and close, bursts within seconds: a self-exciting process)")
     m.set_defaults(func=gen_market)
     f = gen_sub.add_parser("flow", help="incoming orders for a matching engine")
     f.add_argument("--orders", type=int, default=1_000_000)
