@@ -749,7 +749,12 @@ def _parser_groups() -> list[tuple[tuple[str, ...], Callable[[Any], None]]]:
     return [(("demo", "gen", "replay", "compare"), _add_core_parsers),
             (("journal",), _add_journal_parser), (("feed",), feed),
             (("tables", "lobster"), _add_tables_parsers),
-            (("serve", "load"), _add_entry_parsers)]
+            (("serve", "load"), _add_entry_parsers), (("trade",), _add_trade_parser)]
+
+
+def _add_trade_parser(sub: Any) -> None:
+    from twinmatch.trade_cli import add_trade_parser  # chapter 15
+    add_trade_parser(sub)
 
 
 def _add_core_parsers(sub: Any) -> None:
