@@ -28,7 +28,15 @@
 #include <vector>
 
 #include "feed.hpp"
+#include "histogram.hpp"
 #include "pipeline.hpp"
+
+#ifdef TWINMATCH_HAVE_LIBURING
+#include <liburing.h>
+inline constexpr bool kHaveIoUring = true;
+#else
+inline constexpr bool kHaveIoUring = false;
+#endif
 
 namespace twinmatch::trade {
 
@@ -148,6 +156,17 @@ private:
 
 enum class Stop : int { Running = 0, End = 1, Idle = 2, Deadline = 3, OrdersClosed = 4 };
 
+// --8<-- [start:paths]
+// How the feed's datagrams are read (the chapter compares them under a burst):
+//   Recvmmsg: up to `batch` datagrams per system call (batch 1: one per call);
+//   Recvmsg:  recvmsg(2), one datagram per call, the plainest read;
+//   IoUring:  `batch` receive requests kept queued in an io_uring; the kernel fills
+//             them as datagrams arrive and the loop reaps completions from shared
+//             memory, so a busy loop makes no system call per datagram to learn of one
+//             (one io_uring_submit per round re-arms the requests it reaped).
+enum class RxPath : int { Recvmmsg = 0, Recvmsg = 1, IoUring = 2 };
+// --8<-- [end:paths]
+
 class Trader {
 public:
     feed::FeedCore core;
@@ -159,17 +178,22 @@ public:
     int request_port = -1;
     std::size_t batch;
     bool spin;
+    RxPath path;
     std::uint64_t bad_itch = 0, batches = 0, datagrams = 0;
-    std::int64_t stamp_cost_ns = 0, first_ns = 0, last_rx = 0, ended = 0;
+    // socket-to-book per delivered datagram: the kernel's receive to its messages in the
+    // book (and shown to the strategy, the orders sent): every datagram, not only those
+    // that led to an order.
+    Histogram socket_to_book;
+    std::int64_t stamp_cost_ns = 0, first_ns = 0, last_rx = 0, ended = 0, stop_ns = 0;
     Stop stop = Stop::Running;
 
     Trader(int port_, int request_port_, std::uint64_t start, std::int64_t timeout,
            std::uint32_t retries, std::size_t batch_, int rcvbuf, bool spin_,
            const std::string& session, std::size_t hold, std::uint64_t max_jump,
-           int order_fd_, const StrategyConfig& cfg)
+           int order_fd_, const StrategyConfig& cfg, RxPath path_ = RxPath::Recvmmsg)
         : core(start, timeout, retries, session, hold, max_jump), strategy(cfg),
           order_fd(order_fd_), request_port(request_port_),
-          batch(std::clamp<std::size_t>(batch_, 1, feed::kMaxBatch)), spin(spin_),
+          batch(std::clamp<std::size_t>(batch_, 1, feed::kMaxBatch)), spin(spin_), path(path_),
           bufs_(feed::kMaxBatch * feed::kMaxDatagram), rows_(cfg.max_orders + 1),
           leaves_(cfg.max_orders + 1, 0), names_(0x10000 * 8, ' '),
           sent_log_(cfg.max_orders * kOrderBytes) {
@@ -194,8 +218,14 @@ public:
         }
         fills_.reserve(1 << 12);
         stamp_cost_ns = measure_stamp_cost();
+        if (path == RxPath::IoUring) start_ring();
     }
-    ~Trader() { if (fd >= 0) ::close(fd); }
+    ~Trader() {
+#ifdef TWINMATCH_HAVE_LIBURING
+        if (ring_on_) io_uring_queue_exit(&ring_);
+#endif
+        if (fd >= 0) ::close(fd);
+    }
     Trader(const Trader&) = delete;
     Trader& operator=(const Trader&) = delete;
 
@@ -236,6 +266,7 @@ public:
                 stop = Stop::Deadline;
             }
         }
+        if (stop != Stop::Running && stop_ns == 0) stop_ns = feed::now_ns();
         return stop;
     }
 
@@ -288,41 +319,121 @@ private:
                     recv(order_fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) return;
             return;
         }
-        pollfd p[2] = {{fd, POLLIN, 0}, {order_fd, POLLIN, 0}};
+        int watch = fd;
+#ifdef TWINMATCH_HAVE_LIBURING
+        if (ring_on_) {
+            if (io_uring_cq_ready(&ring_)) return;
+            watch = ring_.ring_fd;  // readable when a completion is waiting
+        }
+#endif
+        pollfd p[2] = {{watch, POLLIN, 0}, {order_fd, POLLIN, 0}};
         const int ms = static_cast<int>(std::clamp<std::int64_t>((timeout_ns + 999'999) / 1'000'000, 0, 100));
         ::poll(p, 2, ms);
     }
 
-    // --8<-- [start:read_feed]
     void read_feed() {
-        for (int round = 0; round < 64; ++round) {  // bounded: the answers get a turn too
-            for (std::size_t i = 0; i < batch; ++i) {
-                msgs_[i].msg_hdr = msghdr{};
-                msgs_[i].msg_hdr.msg_iov = &iov_[i];
-                msgs_[i].msg_hdr.msg_iovlen = 1;
-                msgs_[i].msg_hdr.msg_control = ctrl_[i].data();
-                msgs_[i].msg_hdr.msg_controllen = ctrl_[i].size();
+        if (path == RxPath::Recvmsg) return read_recvmsg();
+#ifdef TWINMATCH_HAVE_LIBURING
+        if (ring_on_) return read_ring();
+#endif
+        read_recvmmsg();
+    }
+
+    void arm(std::size_t i) {  // the kernel rewrites these on every read
+        msgs_[i].msg_hdr = msghdr{};
+        msgs_[i].msg_hdr.msg_iov = &iov_[i];
+        msgs_[i].msg_hdr.msg_iovlen = 1;
+        msgs_[i].msg_hdr.msg_control = ctrl_[i].data();
+        msgs_[i].msg_hdr.msg_controllen = ctrl_[i].size();
+    }
+
+    // One datagram: into the core, and whatever that delivers into the book.
+    void datagram(std::size_t i, std::size_t len) {
+        const msghdr& h = msgs_[i].msg_hdr;
+        if (h.msg_flags & MSG_TRUNC) {
+            ++core.st.packets;
+            ++core.st.truncated;
+            return;
+        }
+        core.on_packet(&bufs_[i * feed::kMaxDatagram], len, kernel_time(h, rx_real_), rx_real_);
+        deliver();
+    }
+
+    void stamp_read(std::size_t n) {
+        rx_real_ = feed::now_ns();
+        rx_tsc_ = static_cast<std::int64_t>(clock_.now_ns());
+        last_rx = rx_real_;
+        if (first_ns == 0) first_ns = rx_real_;
+        ++batches;
+        datagrams += n;
+    }
+
+    void read_recvmsg() {
+        for (int round = 0; round < 4096; ++round) {  // bounded: the answers get a turn too
+            arm(0);
+            const ssize_t got = ::recvmsg(fd, &msgs_[0].msg_hdr, MSG_DONTWAIT);
+            if (got < 0) return;
+            stamp_read(1);
+            datagram(0, static_cast<std::size_t>(got));
+        }
+    }
+
+#ifdef TWINMATCH_HAVE_LIBURING
+    io_uring ring_{};
+    bool ring_on_ = false;
+
+    void start_ring() {
+        const int rc = io_uring_queue_init(static_cast<unsigned>(2 * batch), &ring_, 0);
+        if (rc < 0)
+            throw std::runtime_error("io_uring_queue_init: " + std::string(std::strerror(-rc)) +
+                                     " (io_uring may be disabled: kernel.io_uring_disabled, "
+                                     "or a seccomp filter)");
+        ring_on_ = true;
+        for (std::size_t i = 0; i < batch; ++i) queue_recv(i);
+        io_uring_submit(&ring_);
+    }
+    void queue_recv(std::size_t i) {
+        arm(i);
+        io_uring_sqe* sqe = io_uring_get_sqe(&ring_);  // never full: 2 * batch entries
+        io_uring_prep_recvmsg(sqe, fd, &msgs_[i].msg_hdr, 0);
+        io_uring_sqe_set_data64(sqe, i);
+    }
+    // --8<-- [start:read_ring]
+    void read_ring() {
+        std::array<io_uring_cqe*, feed::kMaxBatch> cqes;
+        for (int round = 0; round < 64; ++round) {
+            const unsigned n = io_uring_peek_batch_cqe(&ring_, cqes.data(),
+                                                       static_cast<unsigned>(batch));
+            if (n == 0) return;
+            stamp_read(n);
+            for (unsigned k = 0; k < n; ++k) {
+                const std::size_t i = static_cast<std::size_t>(io_uring_cqe_get_data64(cqes[k]));
+                const int res = cqes[k]->res;
+                io_uring_cqe_seen(&ring_, cqes[k]);
+                if (res >= 0) datagram(i, static_cast<std::size_t>(res));
+                queue_recv(i);  // re-arm the slot it used
             }
+            io_uring_submit(&ring_);
+        }
+    }
+    // --8<-- [end:read_ring]
+#else
+    void start_ring() {
+        throw std::runtime_error("this build has no io_uring receive path: liburing was not "
+                                 "found when it was built (apt-get install liburing-dev)");
+    }
+#endif
+
+    // --8<-- [start:read_feed]
+    void read_recvmmsg() {
+        for (int round = 0; round < 64; ++round) {  // bounded: the answers get a turn too
+            for (std::size_t i = 0; i < batch; ++i) arm(i);
             const int n = recvmmsg(fd, msgs_.data(), static_cast<unsigned>(batch), MSG_DONTWAIT,
                                    nullptr);
             if (n <= 0) return;
-            rx_real_ = feed::now_ns();
-            rx_tsc_ = static_cast<std::int64_t>(clock_.now_ns());
-            last_rx = rx_real_;
-            if (first_ns == 0) first_ns = rx_real_;
-            ++batches;
-            datagrams += static_cast<std::uint64_t>(n);
-            for (int i = 0; i < n; ++i) {
-                const msghdr& h = msgs_[i].msg_hdr;
-                if (h.msg_flags & MSG_TRUNC) {
-                    ++core.st.packets;
-                    ++core.st.truncated;
-                    continue;
-                }
-                core.on_packet(&bufs_[static_cast<std::size_t>(i) * feed::kMaxDatagram],
-                               msgs_[i].msg_len, kernel_time(h, rx_real_), rx_real_);
-                deliver();
-            }
+            stamp_read(static_cast<std::size_t>(n));
+            for (int i = 0; i < n; ++i)
+                datagram(static_cast<std::size_t>(i), msgs_[i].msg_len);
             if (static_cast<std::size_t>(n) < batch) return;
         }
     }
@@ -335,6 +446,9 @@ private:
         if (core.out_len() == 0) return;
         const std::int64_t* t = core.times();
         apply(core.out(), core.out_len(), t[0], t[1]);
+        const std::int64_t done = stamp();
+        for (std::size_t k = 0; k < core.delivered_packets(); ++k)
+            socket_to_book.record(static_cast<std::uint64_t>(std::max<std::int64_t>(done - t[2 * k], 0)));
         core.take();
     }
 

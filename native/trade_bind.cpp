@@ -42,6 +42,7 @@ std::string stock8(const nb::bytes& stock) {
 
 void register_trade(nb::module_& m) {
     m.attr("TRADE_ORDER_BYTES") = twinmatch::trade::kOrderBytes;
+    m.attr("TRADE_IO_URING") = kHaveIoUring;
     nb::class_<Strategy>(m, "TradeStrategy", "contract/trade.py's rule and risk checks")
         .def("__init__", [](Strategy* s, std::uint64_t imbalance, std::uint64_t qty,
                             std::int64_t cooldown_ns, std::uint64_t max_per_second,
@@ -72,24 +73,33 @@ void register_trade(nb::module_& m) {
                             std::uint64_t max_jump, int order_fd, std::uint64_t imbalance,
                             std::uint64_t qty, std::int64_t cooldown_ns,
                             std::uint64_t max_per_second, std::uint64_t max_open,
-                            std::uint64_t max_orders) {
+                            std::uint64_t max_orders, int path) {
+                 if (path < 0 || path > 2) throw std::invalid_argument("path must be 0..2");
                  new (t) Trader(port, request_port, start, timeout_ns, retries, batch, rcvbuf,
                                 spin, std::string(session.c_str(), session.size()), hold,
                                 max_jump, order_fd,
                                 config(imbalance, qty, cooldown_ns, max_per_second, max_open,
-                                       max_orders));
+                                       max_orders),
+                                static_cast<twinmatch::trade::RxPath>(path));
              },
              "port"_a, "request_port"_a, "start"_a, "timeout_ns"_a, "retries"_a, "batch"_a,
              "rcvbuf"_a, "spin"_a, "session"_a, "hold"_a, "max_jump"_a, "order_fd"_a,
              "imbalance"_a, "qty"_a, "cooldown_ns"_a, "max_per_second"_a, "max_open"_a,
-             "max_orders"_a)
+             "max_orders"_a, "path"_a = 0)
         .def_ro("port", &Trader::port)
+        .def("socket_to_book", [](const Trader& t) {
+                 const auto& h = t.socket_to_book;
+                 return std::vector<std::uint64_t>{h.count(), h.percentile_ppm(500'000),
+                                                   h.percentile_ppm(990'000),
+                                                   h.percentile_ppm(999'000)};
+             }, "(count, p50, p99, p99.9) ns, kernel receive to book, per datagram")
         .def_rw("request_port", &Trader::request_port)
         .def_ro("bad_itch", &Trader::bad_itch)
         .def_ro("batches", &Trader::batches)
         .def_ro("datagrams", &Trader::datagrams)
         .def_ro("stamp_cost_ns", &Trader::stamp_cost_ns)
         .def_ro("first_ns", &Trader::first_ns)
+        .def_ro("stop_ns", &Trader::stop_ns)
         .def_prop_ro("clock", [](const Trader& t) { return std::string(t.clock_name()); })
         .def_prop_ro("stop", [](const Trader& t) { return static_cast<int>(t.stop); })
         .def("run_until", [](Trader& t, std::int64_t until, std::int64_t begin,

@@ -1728,6 +1728,8 @@ def run_load_native(
 
 TRADE_ORDER_BYTES: int = 50
 
+TRADE_IO_URING: bool = True
+
 class TradeStrategy:
     """contract/trade.py's rule and risk checks"""
 
@@ -1784,9 +1786,13 @@ class Trader:
         max_per_second: int,
         max_open: int,
         max_orders: int,
+        path: int = 0,
     ) -> None: ...
     @property
     def port(self) -> int: ...
+    def socket_to_book(self) -> list[int]:
+        """(count, p50, p99, p99.9) ns, kernel receive to book, per datagram"""
+
     @property
     def request_port(self) -> int: ...
     @request_port.setter
@@ -1801,6 +1807,8 @@ class Trader:
     def stamp_cost_ns(self) -> int: ...
     @property
     def first_ns(self) -> int: ...
+    @property
+    def stop_ns(self) -> int: ...
     @property
     def clock(self) -> str: ...
     @property

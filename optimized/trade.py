@@ -26,6 +26,10 @@ __all__ = ["Strategy", "Trader"]
 
 Report = dict[str, Any]
 STOPS = ("running", "end", "idle", "deadline", "orders closed")
+# The receive paths (native/trade.hpp's RxPath): recvmmsg batches (batch 1: one datagram
+# per call), recvmsg one per call, io_uring (absent from a build without liburing).
+PATHS = ("recvmmsg", "recvmsg", "io_uring")
+HAVE_IO_URING: bool = bool(_native.TRADE_IO_URING)
 
 
 class Strategy:
@@ -62,7 +66,10 @@ class Trader:
                  timeout_ns: int = 50_000_000, retries: int = 20,
                  idle_ns: int = 2_000_000_000, batch: int = 64, rcvbuf: int = 1 << 22,
                  spin: bool = False, session: str | bytes | None = None,
-                 hold: int = MAX_PENDING, max_jump: int = MAX_JUMP) -> None:
+                 hold: int = MAX_PENDING, max_jump: int = MAX_JUMP,
+                 path: str = "recvmmsg") -> None:
+        if path not in PATHS:
+            raise ValueError(f"path must be one of {', '.join(PATHS)}, not {path!r}")
         if not 0 <= port <= 0xFFFF:
             raise ValueError(f"port must be 0..65535, got {port}")
         if not 1 <= hold <= MAX_HOLD:
@@ -72,7 +79,8 @@ class Trader:
         self.orders = orders
         self._t = _native.Trader(port, -1, start, timeout_ns, retries, batch, rcvbuf, spin,
                                  name, hold, max_jump, orders.fileno(), c.imbalance, c.qty,
-                                 c.cooldown_ns, c.max_per_second, c.max_open, c.max_orders)
+                                 c.cooldown_ns, c.max_per_second, c.max_open, c.max_orders,
+                                 PATHS.index(path))
         self.set_request_port(request_port)
         self.idle_ns = idle_ns
         self.stop = "running"
@@ -92,6 +100,16 @@ class Trader:
     @property
     def stamp_cost_ns(self) -> int:
         return int(self._t.stamp_cost_ns)
+
+    @property
+    def first_ns(self) -> int:
+        """CLOCK_REALTIME of the first datagram read (0: none yet)."""
+        return int(self._t.first_ns)
+
+    @property
+    def stop_ns(self) -> int:
+        """CLOCK_REALTIME of the stop (0: still running)."""
+        return int(self._t.stop_ns)
 
     @property
     def clock(self) -> str:
@@ -121,6 +139,8 @@ class Trader:
         out["stop"] = self.stop
         out["trade"] = dict(zip(STAT_KEYS, (int(v) for v in self._t.trade_stats()),
                                 strict=True))
+        count, p50, p99, p999 = (int(v) for v in self._t.socket_to_book())
+        out["socket_to_book"] = {"count": count, "p50": p50, "p99": p99, "p99.9": p999}
         out["batches"] = int(self._t.batches)
         out["datagrams"] = int(self._t.datagrams)
         return out

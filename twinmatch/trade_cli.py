@@ -226,7 +226,7 @@ def trade_cmd(args: argparse.Namespace) -> int:
         return 2
     extra: dict[str, Any] = {"idle_ns": int(args.idle_ms * 1e6)}
     if args.impl == "optimized":
-        extra.update(batch=args.batch, spin=args.spin)
+        extra.update(batch=args.batch, spin=args.spin, path=args.path)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -310,6 +310,8 @@ def add_trade_parser(sub: Any) -> None:
     t.add_argument("--max-open", type=int, default=64)
     t.add_argument("--max-orders", type=int, default=100_000)
     t.add_argument("--batch", type=int, default=64, help="optimized: datagrams per recvmmsg")
+    t.add_argument("--path", choices=["recvmmsg", "recvmsg", "io_uring"], default="recvmmsg",
+                   help="optimized: how the feed is read (chapter 15's receive paths)")
     t.add_argument("--spin", action="store_true", help="optimized: busy-poll (burns a core)")
     t.add_argument("--idle-ms", type=float, default=5000.0)
     t.add_argument("--max-seconds", type=float, default=3600.0)
