@@ -77,7 +77,7 @@ def connect_orders(port: int, user: str = "USER01", password: str = "PASSWD",
 
 # --8<-- [start:strategy]
 class Strategy:
-    """The rule and the risk checks of contract/trade.py, one symbol's state in dicts."""
+    """contract/trade.py's rule and risk checks; per-symbol state in dicts."""
 
     def __init__(self, config: StrategyConfig | None = None) -> None:
         self.cfg = (config or StrategyConfig()).check()
@@ -105,7 +105,9 @@ class Strategy:
             return b""
         st["signals"] += 1
         return self.check(locate, stock, ts, signal, bid, ask, open_orders)
+    # --8<-- [end:strategy]
 
+    # --8<-- [start:checks]
     def check(self, locate: int, stock: bytes, ts: int, signal: int,
               bid: Any, ask: Any, open_orders: int) -> bytes:
         """The risk checks, in contract/trade.py's order; then the order."""
@@ -136,7 +138,7 @@ class Strategy:
         price, shares = ask if signal > 0 else bid
         return enter_order(self.urn, b"B" if signal > 0 else b"S", min(cfg.qty, shares),
                            stock, price)
-# --8<-- [end:strategy]
+    # --8<-- [end:checks]
 
 
 class Trader(Receiver):
@@ -159,12 +161,13 @@ class Trader(Receiver):
         self.last_sent_ns = 0
 
     # --8<-- [start:apply]
-    def deliver(self, seq: int, count: int, blocks: bytes, t_kernel: int, t_user: int) -> None:
+    def deliver(self, seq: int, count: int, blocks: bytes, t_kernel: int,
+                t_user: int) -> None:
         self.stamps = (t_kernel, t_user)
         super().deliver(seq, count, blocks, t_kernel, t_user)
 
     def apply(self, blocks: bytes) -> None:
-        """Decode the packet's messages, then apply each and show the book to the strategy."""
+        """Decode the packet's messages; apply each, show the book to the strategy."""
         pos = 0
         while pos < len(blocks):
             events, _counts, used, error = itch.scan(blocks[pos:])
@@ -172,7 +175,8 @@ class Trader(Receiver):
             for i in range(len(events)):
                 kind = events["type"][i]
                 if kind == _R:
-                    self.names[int(events["locate"][i])] = bytes(events["stock"][i]).ljust(8)
+                    stock = bytes(events["stock"][i]).ljust(8)
+                    self.names[int(events["locate"][i])] = stock
                 self.market.run(events[i : i + 1])
                 if kind in _BOOK_TYPES:
                     self.look(events[i], t_decoded)
@@ -190,8 +194,9 @@ class Trader(Receiver):
                                      int(event["timestamp"]), bid, ask, st["open"])
         if not order:
             return
-        t_decided = time.time_ns()  # the encoding is inside decide(): one stamp for both
-        self.send_order(order, [*self.stamps, t_decoded, t_applied, t_decided, t_decided])
+        t_decided = time.time_ns()  # decide() encodes too: one stamp for both
+        stamps = [*self.stamps, t_decoded, t_applied, t_decided, t_decided]
+        self.send_order(order, stamps)
     # --8<-- [end:apply]
 
     def send_order(self, order: bytes, stamps: list[int]) -> None:

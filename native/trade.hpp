@@ -66,10 +66,10 @@ inline void put_be64(std::uint8_t* p, std::uint64_t v) {
 }
 
 // --8<-- [start:encode]
-// The framed Enter Order of contract/trade.py's enter_order, written in place: 50 bytes,
-// big-endian fields at fixed offsets (a Python programmer's struct.pack, by hand).
-inline void encode_enter(std::uint8_t* p, std::uint32_t urn, char side, std::uint32_t qty,
-                         const char* stock8, std::uint32_t price) {
+// contract/trade.py's enter_order, written in place: 50 bytes, big-endian fields at
+// fixed offsets (a Python programmer's struct.pack, by hand).
+inline void encode_enter(std::uint8_t* p, std::uint32_t urn, char side,
+                         std::uint32_t qty, const char* stock8, std::uint32_t price) {
     p[0] = 0;
     p[1] = kOrderBytes - 2;  // SoupBinTCP Packet Length
     p[2] = 'U';              // Unsequenced Data
@@ -85,7 +85,8 @@ inline void encode_enter(std::uint8_t* p, std::uint32_t urn, char side, std::uin
     cl[0] = cl[1] = 'T';
     char digits[10];
     int n = 0;
-    for (std::uint32_t v = urn; n == 0 || v != 0; v /= 10) digits[n++] = char('0' + v % 10);
+    for (std::uint32_t v = urn; n == 0 || v != 0; v /= 10)
+        digits[n++] = char('0' + v % 10);  // the decimal digits, last first
     for (int i = 0; i < n; ++i) cl[2 + i] = digits[n - 1 - i];
     std::memcpy(p + 34, cl, sizeof cl);
     p[48] = p[49] = 0;  // Appendage Length 0
@@ -120,9 +121,10 @@ public:
         ++st.signals;
         if (!pass(locate, ts, open)) return 0;
         const bool buy = signal > 0;
-        const std::uint64_t shares = std::min<std::uint64_t>(cfg_.qty, buy ? ask_qty : bid_qty);
-        encode_enter(out, ++urn, buy ? 'B' : 'S', static_cast<std::uint32_t>(shares), stock8,
-                     buy ? ask : bid);
+        const std::uint64_t shares =
+            std::min<std::uint64_t>(cfg_.qty, buy ? ask_qty : bid_qty);
+        encode_enter(out, ++urn, buy ? 'B' : 'S', static_cast<std::uint32_t>(shares),
+                     stock8, buy ? ask : bid);
         return kOrderBytes;
     }
 // --8<-- [end:strategy]
@@ -407,7 +409,7 @@ private:
             if (n == 0) return;
             stamp_read(n);
             for (unsigned k = 0; k < n; ++k) {
-                const std::size_t i = static_cast<std::size_t>(io_uring_cqe_get_data64(cqes[k]));
+                const auto i = std::size_t{io_uring_cqe_get_data64(cqes[k])};
                 const int res = cqes[k]->res;
                 io_uring_cqe_seen(&ring_, cqes[k]);
                 if (res >= 0) datagram(i, static_cast<std::size_t>(res));
@@ -453,17 +455,18 @@ private:
     }
 
     // --8<-- [start:apply]
-    void apply(const std::uint8_t* b, std::size_t n, std::int64_t t_kernel, std::int64_t t_user) {
+    void apply(const std::uint8_t* b, std::size_t n, std::int64_t t_kernel,
+               std::int64_t t_user) {
         std::size_t off = 0;
         ItchEvent e;
         while (n - off >= 2) {
             const std::size_t len = itch::be16(b + off);
-            if (len == 0) {  // refused, as the naive twin's decoder does: skip the length
+            if (len == 0) {  // refused, as the naive twin's decoder does: skip it
                 ++bad_itch;
                 off += 2;
                 continue;
             }
-            if (n - off - 2 < len) break;  // cannot happen: the core delivers whole blocks
+            if (n - off - 2 < len) break;  // never: the core delivers whole blocks
             const std::uint8_t* msg = b + off + 2;
             off += 2 + len;
             const std::uint8_t type = msg[0];
@@ -475,7 +478,8 @@ private:
             const std::int64_t t_decoded = stamp();
             market.run(&e, 1, fills_);
             fills_.clear();
-            if (std::memchr("AFECXDU", type, 7) != nullptr) look(e, t_kernel, t_user, t_decoded);
+            if (std::memchr("AFECXDU", type, 7) != nullptr)
+                look(e, t_kernel, t_user, t_decoded);
         }
     }
     // --8<-- [end:apply]

@@ -52,6 +52,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import figures_trade  # noqa: E402
 import machine  # noqa: E402
 import targets  # noqa: E402
 
@@ -724,7 +725,8 @@ def ablation_plot(group: Group, steps: list[Step], label: str, path: Path) -> No
 # Groups whose paired records (tests/bench/paired.py) get a table of their own,
 # <group>-paired-table.md, and numbers paired-<key> / paired-<key>-iqr: ratios that are
 # the chapter's claims but not speed targets of scripts/targets.py.
-PAIRED_TABLE_GROUPS = ("journal", "layouts", "simd", "scaling", "live_feed", "tables")
+PAIRED_TABLE_GROUPS = ("journal", "layouts", "simd", "scaling", "live_feed", "tick_to_trade",
+                       "tables")
 
 
 def paired_records(data: dict[str, Any], group: str) -> list[dict[str, Any]]:
@@ -1211,6 +1213,7 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
     feed_runs = live_feed_records(data)
     if feed_runs:
         write("live-feed-runs-table.md", live_feed_table_html(feed_runs, label))
+    figures_trade.trade_figures(data, label, write, extra_numbers)  # chapter 15
     entry = entry_latency_records(data)
     if entry:
         write("order-entry-latency-table.md", entry_latency_html(entry, label))

@@ -201,3 +201,28 @@ def test_market_open_window(small_day: tuple[bytes, bytes]) -> None:
     full_ts = full["timestamp"].astype(np.int64)
     in_window = np.count_nonzero((full_ts >= OPEN_NS) & (full_ts < OPEN_NS + 30 * 10**9))
     assert len(events) == in_window + np.count_nonzero(full_ts < OPEN_NS)
+
+
+@pytest.mark.parametrize("path", ["recvmsg", "io_uring"])
+def test_every_receive_path_sends_the_same_orders(path: str, runs: dict[str, Any],
+                                                  small_day: tuple[bytes, bytes]) -> None:
+    """The receive path changes how datagrams are read, never what is decided."""
+    from optimized.trade import HAVE_IO_URING
+
+    if path == "io_uring" and not HAVE_IO_URING:
+        pytest.skip("this build has no io_uring path (liburing missing when it was built)")
+    cfg = StrategyConfig(cooldown_ns=100_000_000, max_open=10_000)
+    run = run_day(small_day[0], "optimized", speed=0.0, config=cfg, max_seconds=60.0,
+                  idle_ns=3_000_000_000, path=path, batch=16)
+    assert run.report["stop"] == "end" and run.report["lost"] == 0
+    assert run.sent_log == runs["optimized"].sent_log
+    assert run.report["socket_to_book"]["count"] > 0
+
+
+def test_bad_path_and_config_are_refused() -> None:
+    from optimized.trade import Trader
+
+    with pytest.raises(ValueError, match="path"):
+        Trader(0, None, path="afxdp")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_open"):
+        StrategyConfig(max_open=0).check()

@@ -136,7 +136,8 @@ struct Config {
 //     kick that decays by a factor 0.98 per bin (an e-folding time of about half a
 //     second); the branching ratio (events each event begets, on average) is 0.7;
 //   * the scale is re-fitted at every bin so that the remaining messages fill the
-//     remaining weight: the day still has exactly the messages asked for, ending by 16:00.
+//     remaining weight: the day still has exactly the messages asked for, and ends
+//     by 16:00.
 // Only + - * / and compares on doubles (never libm's exp or log, whose last bits differ
 // between C libraries): waiting times are exponential by von Neumann's comparison
 // method, and the decay is one multiplication per bin.
@@ -146,6 +147,7 @@ struct IntradayClock {
     static constexpr double kBranching = 0.7;
     static constexpr std::uint64_t kRamp = 30 * 60 * 1'000'000'000ull;  // 30 minutes
     static constexpr double kOpenWeight = 4.0, kCloseWeight = 3.0;
+// --8<-- [end:intraday]
 
     // Baseline weight at t (ns since the open), and its integral from t to the close
     // (in weight-seconds): piecewise linear, so both are exact sums of trapezoids.
@@ -172,7 +174,6 @@ struct IntradayClock {
         return sum;
     }
 };
-// --8<-- [end:intraday]
 
 // --8<-- [start:structures]
 // A resting order lives in one pool slot. prev/next link it into its price level's FIFO
@@ -658,13 +659,14 @@ private:
         if (cfg_.flow) flow_event(sym); else market_event(sym, room);
     }
 
-    // --8<-- [start:intraday_next]
+    // --8<-- [start:exp1]
     // An exponential waiting time of mean 1 (von Neumann, 1951): draw u1 >= u2 >= ...
     // until the run stops falling; an odd run length accepts u1 (plus the rejections so
-    // far), an even one rejects. Comparisons and additions only: the same on every machine.
+    // far), an even one rejects. Comparisons and additions only: the same on every
+    // machine.
     double exp1() {
         double whole = 0.0;
-        for (int round = 0; round < 64; ++round) {  // 64 rejections: chance e^-64, never
+        for (int round = 0; round < 64; ++round) {  // 64 rejections: chance e^-64
             const double u1 = rng_.unit();
             double prev = u1;
             std::uint32_t run = 1;
@@ -678,7 +680,9 @@ private:
         }
         return whole;
     }
+    // --8<-- [end:exp1]
 
+    // --8<-- [start:intraday_next]
     // The time (ns since midnight) of the next event on the intraday clock. Inside a bin
     // the intensity is constant, so the wait is exponential; a wait past the bin's end
     // moves to the next bin (the exponential forgets, so drawing again there is exact).
