@@ -103,12 +103,13 @@ def paths_html(runs: list[dict[str, Any]], label: str) -> str:
 
 
 def trade_numbers(runs: list[dict[str, Any]]) -> dict[str, str]:
-    """t2t-<twin>[-spin]-<speed>-<span>-<p50|p99|p999> in µs; t2t-...-orders."""
+    """t2t-<twin>[-spin]-s<speed>-<span>-<p50|p99|p999> in µs (speed 1: s1, 10: s10,
+    flat out: s0); t2t-...-orders."""
     out: dict[str, str] = {}
     for r in runs:
         p = r["params"]
         who = str(p.get("impl", "x")) + ("-spin" if r.get("spin") else "")
-        stem = f"t2t-{who}-s{re.sub(r'[^0-9]', '', str(float(r.get('speed', 0))))}"
+        stem = f"t2t-{who}-s{re.sub(r'[^0-9]', '', format(float(r.get('speed', 0)), 'g'))}"
         out[f"{stem}-orders"] = f"{r['trade']['orders']:,}"
         for row in r["trade"]["budget"]:
             for k, name in (("p50", "p50"), ("p99", "p99"), ("p99.9", "p999")):
