@@ -226,3 +226,32 @@ def test_bad_path_and_config_are_refused() -> None:
         Trader(0, None, path="afxdp")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="max_open"):
         StrategyConfig(max_open=0).check()
+
+
+@pytest.mark.timeout(300)
+def test_trade_loop_under_address_and_ub_sanitizers(tmp_path: Path) -> None:
+    """native/trade.hpp's loop on every receive path and the intraday clock, compiled
+    with -fsanitize=address,undefined (tests/native/trade_stress.cpp): hostile datagrams
+    between the real ones, answers for unknown orders; every order arrives whole."""
+    import shutil
+
+    from optimized.trade import HAVE_IO_URING
+
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ not found: cannot build the sanitized trade stress")
+    exe = tmp_path / "trade_stress"
+    uring = ["-DTWINMATCH_HAVE_LIBURING=1"] if HAVE_IO_URING else []
+    built = subprocess.run(
+        [gxx, "-std=c++20", "-O1", "-g", "-fsanitize=address,undefined",
+         "-fno-sanitize-recover=undefined", *uring, "-I", str(ROOT / "native"),
+         str(ROOT / "tests" / "native" / "trade_stress.cpp"), "-o", str(exe),
+         *(["-luring"] if uring else [])],
+        capture_output=True, text=True, timeout=240)
+    if built.returncode != 0:
+        pytest.skip(f"g++ cannot build with the sanitizers here: {built.stderr[-300:]}")
+    run = subprocess.run([str(exe), "20000"], capture_output=True, text=True, timeout=120,
+                         env={"ASAN_OPTIONS": "detect_leaks=0",
+                              "UBSAN_OPTIONS": "print_stacktrace=1"})
+    assert run.returncode == 0, run.stdout + run.stderr[-2000:]
+    assert run.stdout.strip().endswith("trade stress: ok")

@@ -50,7 +50,7 @@ from twinmatch.trade_cli import budget, day_stocks, make_trader, market_open, st
 ROOT = Path(__file__).resolve().parents[2]
 DAY = (1_000_000, 100) if SMALL else (6_000_000, 300)  # messages, symbols (intraday)
 OPEN_SECONDS = 1.0 if SMALL else 10.0
-SPEEDS = (1.0, 10.0)
+SPEEDS = (10.0,) if SMALL else (1.0, 10.0)  # the smoke run: does it still run?
 SESSION = "TWINMATCH1"
 # The bench's strategy: quicker to fire than the default, so the open gives hundreds of
 # orders; the kill switch's open-order cap high enough not to trip on loopback.
