@@ -156,6 +156,14 @@ TARGETS: tuple[Target, ...] = (
            "tick to trade: the naive twin's user-space part (read returned -> order "
            "encoded) p50, beside the optimized one's", "tick_to_trade", 0.0,
            report_only=True, kind="value", unit="us"),
+    Target("chapter 15", "socket-to-book-p50-recvmmsg",
+           "socket to book: p50 <= 2 us for the optimized trader reading by recvmmsg "
+           "(batch 64; every datagram of the open at real time, kernel receive -> its "
+           "messages in the book)", "tick_to_trade", 2.0, at_most=True, kind="value",
+           unit="us"),
+    Target("chapter 15", "socket-to-book-p50-io-uring",
+           "socket to book: the same p50 reading by io_uring (64 queued receives), reported",
+           "tick_to_trade", 0.0, report_only=True, kind="value", unit="us"),
     Target("chapter 15", "trade-recvmmsg64-vs-recvmsg",
            "receive paths: recvmmsg (batch 64) >= 2x recvmsg (one per call) in messages/s, "
            "draining the same backlog (the trader, strategy idle)", "tick_to_trade", 2.0),
