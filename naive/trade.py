@@ -13,6 +13,7 @@ Every order carries its stage stamps (``contract.trade.STAGES``), all ``time.tim
 
 from __future__ import annotations
 
+import contextlib
 import select
 import socket
 import struct
@@ -151,7 +152,9 @@ class Trader(Receiver):
         super().__init__(sock, market, request_port, **kw)
         self.orders = orders
         self.strategy = Strategy(config)
-        self.framer = sb.Framer(max_packet=70_000)
+        # A packet longer than 65,534 bytes or of length 0 breaks the session, as in the
+        # C++ twin (its buffer holds 64 KiB): the run stops, "orders closed".
+        self.framer = sb.Framer(max_packet=65_534)
         self.leaves: dict[int, int] = {}      # UserRefNum -> shares not yet answered for
         self.rows: list[list[int]] = []       # STAGES per order, index UserRefNum - 1
         self.stamps = (0, 0)                  # the delivered packet's (kernel, user)
@@ -223,12 +226,18 @@ class Trader(Receiver):
             data = self.orders.recv(65536)
         except BlockingIOError:
             return
+        except OSError:  # reset by the server: the session is gone
+            data = b""
         now = time.time_ns()
-        if not data:
+        try:
+            packets = self.framer.feed(data) if data else None
+        except sb.FrameError:
+            packets = None
+        if packets is None:
             self.stop = "orders closed"
             return
         st = self.strategy.stats
-        for packet in self.framer.feed(data):
+        for packet in packets:
             if packet[:1] != sb.SEQUENCED or len(packet) < 14:
                 continue
             kind, urn = packet[1:2], _URN.unpack_from(packet, 10)[0]
@@ -285,7 +294,8 @@ class Trader(Receiver):
             now = time.time_ns()
             self.check_gap(now)
             if now - max(last_hb, self.last_sent_ns) >= 1_000_000_000:  # SoupBinTCP R
-                self.orders.send(sb.frame(sb.CLIENT_HEARTBEAT))
+                with contextlib.suppress(OSError):  # a dead session shows in recv
+                    self.orders.send(sb.frame(sb.CLIENT_HEARTBEAT))
                 last_hb = now
             if self.stop == "running":
                 if self.done():

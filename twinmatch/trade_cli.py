@@ -179,7 +179,8 @@ def run_day(raw: bytes, impl: str = "optimized", speed: float = 0.0,
         orders = connect_orders(server.port)
         try:
             trader = make_trader(impl, 0, orders, config, None, **kw)
-            exchange = Exchange(raw, trader.port, speed=speed, linger_ns=300_000_000)
+            # linger: the re-request server outlives the trader's slowest retry
+            exchange = Exchange(raw, trader.port, speed=speed, linger_ns=2_000_000_000)
             try:
                 trader.set_request_port(exchange.request_port)
                 thread, ex_stop, ex_result = start_exchange(exchange)
@@ -197,7 +198,7 @@ def run_day(raw: bytes, impl: str = "optimized", speed: float = 0.0,
                     report = trader.trade_report()
                     report["stop"] = "signal"
                 ex_stop.set()
-                thread.join(timeout=1.0)  # a daemon thread: a paced sender may be asleep
+                thread.join(timeout=5.0)  # a paced sender wakes within its heartbeat
                 books = trader.books_csv() if impl != "naive" else trader.market.books_csv()
                 return TradeRun(report, trader.stage_rows(), bytes(trader.sent_log),
                                 trader.stamp_cost_ns, books,
