@@ -148,6 +148,11 @@ def test_same_day_same_orders_byte_for_byte(runs: dict[str, Any],
         assert run.books_csv == small_day[1].decode()
     assert len(naive.sent_log) > 20 * ORDER_BYTES
     assert naive.sent_log == opt.sent_log
+    # and the orders a socketless replay of the day works out (twinmatch.trade_cli)
+    from twinmatch.trade_cli import offline_orders
+
+    cfg = StrategyConfig(cooldown_ns=100_000_000, max_open=10_000)
+    assert naive.sent_log == offline_orders(small_day[0], cfg)
     assert naive.report["trade"] == opt.report["trade"]
     t = opt.report["trade"]
     assert t["sent"] == t["accepted"] == t["canceled"] and t["open"] == 0

@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import numpy as np
 
-from contract.trade import STAGES, StrategyConfig
+from contract.trade import BOOK_TYPES, STAGES, StrategyConfig
 
 # (label, from stage, to stage, a user-space stage: the stamp cost is subtracted)
 SPANS: Final = (
@@ -112,6 +112,30 @@ def market_open(raw: bytes, seconds: float) -> bytes:
         out += msg
     for o in body:
         out += raw[o : o + 2 + struct.unpack_from(">H", raw, o)[0]]
+    return bytes(out)
+
+
+def offline_orders(raw: bytes, config: StrategyConfig | None = None) -> bytes:
+    """The orders the strategy sends for a framed ITCH day, worked out without a socket:
+    the naive market and strategy, message by message, no order ever left open. What a
+    live run must send when nothing stops it on time (the kill switch's open-order cap)."""
+    from naive.itch import decode
+    from naive.market import Market
+    from naive.trade import Strategy
+
+    events, _ = decode(raw)
+    market, strategy = Market("book"), Strategy(config)
+    names: dict[int, bytes] = {}
+    out = bytearray()
+    for i in range(len(events)):
+        kind, locate = int(events["type"][i]), int(events["locate"][i])
+        if kind == ord("R"):
+            names[locate] = bytes(events["stock"][i]).ljust(8)
+        market.run(events[i : i + 1])
+        if kind in BOOK_TYPES:
+            bid, ask = market.top(locate)
+            out += strategy.decide(locate, names.get(locate, b" " * 8),
+                                   int(events["timestamp"][i]), bid, ask, 0)
     return bytes(out)
 
 

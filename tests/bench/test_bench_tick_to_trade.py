@@ -40,12 +40,19 @@ from typing import Any
 
 import pytest
 
-from contract.trade import StrategyConfig
+from contract.trade import ORDER_BYTES, StrategyConfig
 from tests.bench.conftest import SMALL
 from tests.bench.paired import Side, paired
 from tests.bench.test_bench_live_feed import free_port, messages_in, write
 from twinmatch.feed_cli import native_sender
-from twinmatch.trade_cli import budget, day_stocks, make_trader, market_open, start_server
+from twinmatch.trade_cli import (
+    budget,
+    day_stocks,
+    make_trader,
+    market_open,
+    offline_orders,
+    start_server,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 DAY = (1_000_000, 100) if SMALL else (6_000_000, 300)  # messages, symbols (intraday)
@@ -66,6 +73,12 @@ def open_window(seconds: float = OPEN_SECONDS) -> bytes:
 
     raw, _ = market_day_bytes(DAY[0], DAY[1], 15, profile="intraday")
     return market_open(raw, seconds)
+
+
+@cache
+def expected_orders() -> int:
+    """How many orders the bench's strategy sends on the open window (naive, offline)."""
+    return len(offline_orders(open_window(), CONFIG)) // ORDER_BYTES
 
 
 def have_io_uring() -> bool:
@@ -161,9 +174,13 @@ def test_budget(benchmark: Any, impl: str, spin: bool, speed: float) -> None:
     results: list[dict[str, Any]] = []
     kw: dict[str, Any] = {"spin": True} if spin else {}
 
+    want = expected_orders()
+
     def run() -> None:
         r = trade_run(impl, speed, **kw)
         assert r["report"]["stop"] == "end" and r["report"]["lost"] == 0, r["report"]["stop"]
+        # the naive twin's answer, worked out without sockets: the same orders were sent
+        assert r["report"]["trade"]["sent"] == want, (r["report"]["trade"]["sent"], want)
         results.append(summary(r))
 
     benchmark.pedantic(run, rounds=1, iterations=1)
@@ -224,6 +241,8 @@ def test_paths(benchmark: Any, path: str, batch: int, speed: float) -> None:
         r = trade_run("optimized", speed, path=path, batch=batch)
         rep = r["report"]
         assert rep["stop"] == "end", rep["stop"]
+        if rep["lost"] == 0:  # flat out, what the socket dropped is lost (no re-request)
+            assert rep["trade"]["sent"] == expected_orders()
         res = summary(r)
         res["socket_to_book_ns"] = rep["socket_to_book"]
         res["messages_per_s"] = rep["messages"] / max(r["seconds"], 1e-9)
