@@ -196,9 +196,8 @@ class Exchange:
     def run(self, stop: threading.Event | None = None) -> dict[str, int]:
         """Send the day, then end of session, then keep serving requests until
         `linger_ns` passes without one."""
-        t0 = time.monotonic_ns()
-        self._last_send = t0
-        self._stop = stop
+        t0 = self._last_send = time.monotonic_ns()
+        self._stop = stop  # wait_until() ends early when it is set
         ts0 = self.packets[0][2] if self.packets else 0
         held: bytes | None = None  # a packet to send after the next one (a swap)
         for k, (first, count, ts) in enumerate(self.packets):
@@ -233,9 +232,7 @@ class Exchange:
             self.stats["sent"] += 1
         next_seq = len(self.offsets)
         self.stats["end_ns"] = time.time_ns()  # wall clock of the first end of session
-        for _ in range(self.end_packets):
-            if stop is not None and stop.is_set():  # nobody is listening any more
-                break
+        for _ in range(0 if stop is not None and stop.is_set() else self.end_packets):
             self._send(heartbeat(self.session, next_seq, end=True))
             self.stats["end_of_session"] += 1
             self.serve(min(self.heartbeat_ns, self.linger_ns) / 1e9)

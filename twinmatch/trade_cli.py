@@ -25,11 +25,12 @@ import sys
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Final
 
 from contract.trade import BOOK_TYPES, STAGES, StrategyConfig
+
+if TYPE_CHECKING:  # `twinmatch --help` must not import numpy (tests/test_packaging.py)
+    import numpy as np
 
 # (label, from stage, to stage, a user-space stage: the stamp cost is subtracted)
 SPANS: Final = (
@@ -49,6 +50,8 @@ PERCENTILES: Final = (50.0, 99.0, 99.9)
 
 def budget(rows: np.ndarray, stamp_cost_ns: int) -> list[dict[str, Any]]:
     """Per span: n, p50, p99, p99.9 (ns) over the orders that have both stamps."""
+    import numpy as np
+
     index = {name: i for i, name in enumerate(STAGES)}
     out: list[dict[str, Any]] = []
     for label, a, b, user in SPANS:
@@ -298,6 +301,8 @@ def trade_cmd(args: argparse.Namespace) -> int:
             trader.close()
         finally:
             orders.close()
+    import numpy as np
+
     table = budget(rows, cost)
     if args.stages_out:
         from twinmatch.atomic import write_file
