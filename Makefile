@@ -50,6 +50,10 @@ system-deps:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	@# liburing: chapter 15's io_uring receive path (the build leaves it out without it)
+	@test -f /usr/include/liburing.h || { \
+	  $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq liburing-dev >/dev/null; }
 
 # The benchmarks' Debian package: valgrind, whose cachegrind counts instructions and cache
 # misses beside the times (tests/bench/valgrind.py; those rows skip without it).

@@ -21,6 +21,7 @@ void register_layouts(nb::module_& m);     // chapter 8: book layouts compared
 void register_shard(nb::module_& m);       // chapter 10: sharding by symbol
 void register_entry(nb::module_& m);       // chapter 12: the order-entry server
 void register_load(nb::module_& m);        // chapter 12: the load client (harness)
+void register_trade(nb::module_& m);       // chapter 15: tick to trade
 
 NB_MODULE(_native, m) {
     m.doc() = "twinmatch optimized twins (C++20)";
@@ -43,4 +44,5 @@ NB_MODULE(_native, m) {
     register_shard(m);
     register_entry(m);
     register_load(m);
+    register_trade(m);
 }

@@ -631,7 +631,13 @@ class GenSimulator:
     """The exchange simulator of twinmatch.gen: a day of ITCH messages."""
 
     def __init__(
-        self, seed: int, messages: int, symbols: int, flow: bool, all_types: bool = False
+        self,
+        seed: int,
+        messages: int,
+        symbols: int,
+        flow: bool,
+        all_types: bool = False,
+        intraday: bool = False,
     ) -> None: ...
     def next_chunk(self, min_bytes: int) -> bytes:
         """
@@ -1721,3 +1727,106 @@ def run_load_native(
 
     Returns (sent, acks, seconds, unanswered, late_sends, latencies_ns, send_delays_ns).
     """
+
+TRADE_ORDER_BYTES: int = 50
+
+TRADE_IO_URING: bool = True
+
+class TradeStrategy:
+    """contract/trade.py's rule and risk checks"""
+
+    def __init__(
+        self,
+        imbalance: int,
+        qty: int,
+        cooldown_ns: int,
+        max_per_second: int,
+        max_open: int,
+        max_orders: int,
+    ) -> None: ...
+    def decide(
+        self,
+        locate: int,
+        stock: bytes,
+        ts: int,
+        bid: int,
+        bid_qty: int,
+        ask: int,
+        ask_qty: int,
+        open_orders: int,
+    ) -> bytes:
+        """The framed order after one book message, or b''"""
+
+    def stats(self) -> list[int]: ...
+    @property
+    def tripped(self) -> bool: ...
+    @tripped.setter
+    def tripped(self, arg: bool, /) -> None: ...
+    @property
+    def urn(self) -> int: ...
+
+class Trader:
+    """Tick to trade: feed -> book -> strategy -> OUCH, in C++"""
+
+    def __init__(
+        self,
+        port: int,
+        request_port: int,
+        start: int,
+        timeout_ns: int,
+        retries: int,
+        batch: int,
+        rcvbuf: int,
+        spin: bool,
+        session: bytes,
+        hold: int,
+        max_jump: int,
+        order_fd: int,
+        imbalance: int,
+        qty: int,
+        cooldown_ns: int,
+        max_per_second: int,
+        max_open: int,
+        max_orders: int,
+        path: int = 0,
+    ) -> None: ...
+    @property
+    def port(self) -> int: ...
+    def socket_to_book(self) -> list[int]:
+        """(count, p50, p99, p99.9) ns, kernel receive to book, per datagram"""
+
+    @property
+    def request_port(self) -> int: ...
+    @request_port.setter
+    def request_port(self, arg: int, /) -> None: ...
+    @property
+    def bad_itch(self) -> int: ...
+    @property
+    def batches(self) -> int: ...
+    @property
+    def datagrams(self) -> int: ...
+    @property
+    def stamp_cost_ns(self) -> int: ...
+    @property
+    def first_ns(self) -> int: ...
+    @property
+    def stop_ns(self) -> int: ...
+    @property
+    def clock(self) -> str: ...
+    @property
+    def stop(self) -> int: ...
+    def run_until(self, until: int, begin: int, idle_ns: int, max_ns: int) -> int:
+        """
+        Run the loop until it stops or until `until` (CLOCK_REALTIME ns); the stop code
+        """
+
+    def feed_stats(self) -> list[int]: ...
+    def missing(self) -> int: ...
+    def trade_stats(self) -> list[int]: ...
+    def rows(self) -> Annotated[NDArray[numpy.int64], dict(shape=(None, None))]:
+        """One row per order: the STAGES stamps (0: not seen)"""
+
+    def sent_log(self) -> bytes:
+        """Every order sent, in order, as sent"""
+
+    def books_csv(self) -> str: ...

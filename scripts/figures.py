@@ -52,6 +52,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402 - the backend must be chosen first
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import figures_trade  # noqa: E402
 import machine  # noqa: E402
 import targets  # noqa: E402
 
@@ -752,7 +753,7 @@ def ablation_plot(group: Group, steps: list[Step], label: str, path: Path) -> No
 # <group>-paired-table.md, and numbers paired-<key> / paired-<key>-iqr: ratios that are
 # the chapter's claims but not speed targets of scripts/targets.py.
 PAIRED_TABLE_GROUPS = ("journal", "layouts", "simd", "scaling", "live_feed", "tables",
-                       "ring-wait", "march")
+                       "ring-wait", "march", "tick_to_trade")
 
 
 def paired_records(data: dict[str, Any], group: str) -> list[dict[str, Any]]:
@@ -1503,6 +1504,8 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
     if feed_runs:
         write("live-feed-runs-table.md",
               live_feed_table_html(feed_runs, label_of("live_feed")))
+    # chapter 15
+    figures_trade.trade_figures(data, label_of("tick_to_trade"), write, extra_numbers)
     entry = entry_latency_records(data)
     if entry:
         write("order-entry-latency-table.md",

@@ -653,3 +653,79 @@ def test_cli_gen_market_all_types(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert main(["gen", "market", "--messages", "20000", "--symbols", "10", "--all-types",
                  "--out", str(tmp_path)]) == 0
     assert " Q=" in capsys.readouterr().out
+
+
+# ---- the intraday profile (chapter 15): a busy open and close, bursts within seconds ----
+
+OPEN_NS, CLOSE_NS = 34_200 * 10**9, 57_600 * 10**9
+
+
+@pytest.fixture(scope="module")
+def intraday_day() -> tuple[bytes, bytes]:
+    return gen.market_day_bytes(MESSAGES, SYMBOLS, SEED, profile="intraday")
+
+
+def _day_times(raw: bytes) -> np.ndarray:
+    times = np.array([header(b)[2] for b in frames(raw) if b[:1] != b"S"], dtype=np.int64)
+    return times[(times > OPEN_NS) & (times < CLOSE_NS)]
+
+
+def test_intraday_day_is_reproducible_exact_and_rebuilds(
+        intraday_day: tuple[bytes, bytes]) -> None:
+    """Same seed, same bytes; exactly the messages asked for; timestamps strictly
+    increasing and inside the session; the reference rebuild finds the simulator's books."""
+    raw, books = intraday_day
+    assert gen.market_day_bytes(MESSAGES, SYMBOLS, SEED, profile="intraday") == intraday_day
+    bodies = list(frames(raw))
+    assert len(bodies) == MESSAGES
+    assert [chr(b[11]) for b in bodies if b[0] == ord("S")] == list("OSQMEC")
+    times = np.array([header(b)[2] for b in bodies], dtype=np.int64)
+    assert bool(np.all(np.diff(times) > 0))
+    ref, _stocks, _ = rebuild(raw)
+    assert dict(ref.anomalies) == {}
+    assert ref.books_csv(_stocks) == books
+    # the same events as the flat day, only at other times: the default is unchanged
+    assert gen.market_day_bytes(MESSAGES, SYMBOLS, SEED)[1] != b"" and \
+        gen.market_day_bytes(MESSAGES, SYMBOLS, SEED, profile="flat") == \
+        gen.market_day_bytes(MESSAGES, SYMBOLS, SEED)
+
+
+def test_intraday_open_and_close_busier_than_midday(
+        intraday_day: tuple[bytes, bytes], day: tuple[bytes, bytes]) -> None:
+    """The first and last quarter hours carry far more than midday's share (baseline
+    weights 4 and 3 against 1); the flat day's do not."""
+    def shares(raw: bytes) -> tuple[float, float, float]:
+        t = _day_times(raw)
+        q = 15 * 60 * 10**9
+        first = np.count_nonzero(t < OPEN_NS + q)
+        last = np.count_nonzero(t >= CLOSE_NS - q)
+        mid = np.count_nonzero((t >= OPEN_NS + 3 * 3600 * 10**9)
+                               & (t < OPEN_NS + 3 * 3600 * 10**9 + q))
+        return first / mid, last / mid, float(len(t))
+    first, last, _ = shares(intraday_day[0])
+    assert first > 2.5 and last > 1.8, (first, last)
+    flat_first, flat_last, _ = shares(day[0])
+    assert flat_first < 1.5 and flat_last < 1.5
+
+
+def test_intraday_bursts_within_seconds(intraday_day: tuple[bytes, bytes],
+                                        day: tuple[bytes, bytes]) -> None:
+    """Self-excitation clusters events: midday's messages per second vary far more than
+    their mean (the index of dispersion, variance over mean: 1 for a Poisson process,
+    below 1 for the flat day's evenly spread events, and, over windows long against the
+    half-second decay, up to 1 / (1 - 0.7)^2 for this one)."""
+    def dispersion(raw: bytes) -> float:
+        t = _day_times(raw)
+        mid = t[(t >= OPEN_NS + 3600 * 10**9) & (t < CLOSE_NS - 3600 * 10**9)]
+        per_s = np.bincount((mid - mid.min()) // 10**9)
+        return float(per_s.var() / per_s.mean())
+    assert dispersion(intraday_day[0]) > 3 * dispersion(day[0]), \
+        (dispersion(intraday_day[0]), dispersion(day[0]))
+
+
+def test_intraday_profile_refused_when_unknown(tmp_path: Path) -> None:
+    with pytest.raises(gen.GenArgumentError, match="profile"):
+        gen.market_day_bytes(2500, 10, 1, profile="lunch")
+    assert main(["gen", "market", "--messages", "20000", "--symbols", "10",
+                 "--profile", "intraday", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "day.itch").stat().st_size > 0

@@ -157,7 +157,8 @@ def gen_market(args: argparse.Namespace) -> int:
     formats = list(FORMATS) if args.format == "all" else [args.format]
     try:
         result = write_market_day(args.out, args.messages, args.symbols, args.seed, formats,
-                                  args.name, args.gzip_level, args.all_types)
+                                  args.name, args.gzip_level, args.all_types,
+                                  args.profile)
     except (GenArgumentError, OutputError) as exc:
         return _bad_argument("gen market", exc)
     except OSError as exc:  # a full disk, a failed write: nothing is left under a final name
@@ -748,7 +749,12 @@ def _parser_groups() -> list[tuple[tuple[str, ...], Callable[[Any], None]]]:
     return [(("demo", "gen", "replay", "compare"), _add_core_parsers),
             (("journal",), _add_journal_parser), (("feed",), feed),
             (("tables", "lobster"), _add_tables_parsers),
-            (("serve", "load"), _add_entry_parsers)]
+            (("serve", "load"), _add_entry_parsers), (("trade",), _add_trade_parser)]
+
+
+def _add_trade_parser(sub: Any) -> None:
+    from twinmatch.trade_cli import add_trade_parser  # chapter 15
+    add_trade_parser(sub)
 
 
 def _add_core_parsers(sub: Any) -> None:
@@ -777,6 +783,9 @@ def _add_core_parsers(sub: Any) -> None:
     m.add_argument("--all-types", action="store_true",
                    help="also Q crosses, B breaks, I imbalances, h halts and C prints away "
                         "from the resting price (no book changes; off: the day as before)")
+    m.add_argument("--profile", choices=["flat", "intraday"], default="flat",
+                   help="when events happen: flat (evenly, the default) or intraday (busy "
+                        "open and close, bursts within seconds: a self-exciting process)")
     m.set_defaults(func=gen_market)
     f = gen_sub.add_parser("flow", help="incoming orders for a matching engine")
     f.add_argument("--orders", type=int, default=1_000_000)

@@ -123,6 +123,7 @@ class Exchange:
         self.stats["packets"] = len(self.packets)
         self.stats["messages"] = len(self.offsets) - 1
         self._last_send = 0
+        self._stop: threading.Event | None = None  # run()'s stop event, for wait_until
 
     def payload(self, first: int, count: int) -> bytes:
         """The downstream packet of messages first .. first+count-1 (0-based indices)."""
@@ -177,8 +178,9 @@ class Exchange:
                 good[:18] + b"\x00\x09" + good[20:]]                 # count past the data
 
     def wait_until(self, due_ns: int, next_seq: int) -> None:
-        """Serve requests (and send heartbeats) until monotonic time due_ns."""
-        while True:
+        """Serve requests (and send heartbeats) until monotonic time due_ns, or until
+        run()'s stop event is set."""
+        while not (self._stop is not None and self._stop.is_set()):
             now = time.monotonic_ns()
             if now - self._last_send >= self.heartbeat_ns:
                 self._send(heartbeat(self.session, next_seq))
@@ -194,8 +196,8 @@ class Exchange:
     def run(self, stop: threading.Event | None = None) -> dict[str, int]:
         """Send the day, then end of session, then keep serving requests until
         `linger_ns` passes without one."""
-        t0 = time.monotonic_ns()
-        self._last_send = t0
+        t0 = self._last_send = time.monotonic_ns()
+        self._stop = stop  # wait_until() ends early when it is set
         ts0 = self.packets[0][2] if self.packets else 0
         held: bytes | None = None  # a packet to send after the next one (a swap)
         for k, (first, count, ts) in enumerate(self.packets):
@@ -230,7 +232,7 @@ class Exchange:
             self.stats["sent"] += 1
         next_seq = len(self.offsets)
         self.stats["end_ns"] = time.time_ns()  # wall clock of the first end of session
-        for _ in range(self.end_packets):
+        for _ in range(0 if stop is not None and stop.is_set() else self.end_packets):
             self._send(heartbeat(self.session, next_seq, end=True))
             self.stats["end_of_session"] += 1
             self.serve(min(self.heartbeat_ns, self.linger_ns) / 1e9)

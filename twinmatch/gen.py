@@ -100,6 +100,20 @@ def check_day(messages: object, symbols: object, seed: object) -> tuple[int, int
     return check_int("messages", messages, least, MAX_MESSAGES), symbols, seed
 
 
+# When a market day's events happen (``gen market --profile``). "intraday" is the
+# self-exciting clock of native/harness/gen.hpp (IntradayClock): baseline weight 4 at
+# 09:30 falling to 1 by 10:00, 1 until 15:30, rising to 3 at 16:00; each event kicks the
+# intensity of the next 10 ms bins by an amount decaying 0.98 per bin (about half a
+# second), branching ratio 0.7. Order-flow files (gen flow) keep the flat clock.
+PROFILES: Final = ("flat", "intraday")
+
+
+def check_profile(profile: object) -> str:
+    if profile not in PROFILES:
+        raise GenArgumentError(f"profile must be one of {', '.join(PROFILES)}, not {profile!r}")
+    return str(profile)
+
+
 def check_buffer(name: str, value: object) -> object:
     """A bytes-like object (bytes, bytearray, memoryview, numpy array...), or a one-line
     TypeError naming ``name`` (the native call would answer with its signatures)."""
@@ -141,7 +155,7 @@ class GenResult:
 # --8<-- [start:chunks]
 def simulate(
     messages: int, symbols: int = 500, seed: int = 1, flow: bool = False,
-    chunk_bytes: int = CHUNK_BYTES, all_types: bool = False,
+    chunk_bytes: int = CHUNK_BYTES, all_types: bool = False, profile: str = "flat",
 ) -> tuple[_native.GenSimulator, Iterator[bytes]]:
     """The simulator and an iterator over the day as chunks of whole framed messages.
 
@@ -149,11 +163,14 @@ def simulate(
     iterator is exhausted, ``sim.books_csv()`` gives the final books and ``sim.counts()``
     the messages by type. ``all_types`` (market mode): also Q, B, I and h messages and C
     prints away from the resting price (none changes a book; off, the day is unchanged).
+    ``profile``: ``"flat"`` (events evenly over market hours, the default) or
+    ``"intraday"`` (a busy open and close and bursts within seconds: ``PROFILES``).
     """
     messages, symbols, seed = check_day(messages, symbols, seed)
     chunk_bytes = check_int("chunk_bytes", chunk_bytes, 1, MAX_CHUNK_BYTES)
+    intraday = check_profile(profile) == "intraday"
     sim = _native.GenSimulator(seed=seed, messages=messages, symbols=symbols, flow=flow,
-                               all_types=bool(all_types))
+                               all_types=bool(all_types), intraday=intraday)
 
     def chunks() -> Iterator[bytes]:
         while chunk := sim.next_chunk(chunk_bytes):
@@ -165,10 +182,11 @@ def simulate(
 
 def market_day_bytes(
     messages: int, symbols: int = 500, seed: int = 1, flow: bool = False,
-    all_types: bool = False,
+    all_types: bool = False, profile: str = "flat",
 ) -> tuple[bytes, bytes]:
     """A whole day in memory: (framed ITCH, books CSV). For tests and small days."""
-    sim, chunks = simulate(messages, symbols, seed, flow, all_types=all_types)
+    sim, chunks = simulate(messages, symbols, seed, flow, all_types=all_types,
+                           profile=profile)
     raw = b"".join(chunks)
     return raw, sim.books_csv()
 
@@ -322,11 +340,13 @@ def write_market_day(
     name: str = "day",
     gzip_level: int = 1,
     all_types: bool = False,
+    profile: str = "flat",
 ) -> GenResult:
     """Write a market-data day in each format, plus ``<name>.books.csv`` (final books).
-    ``all_types``: also Q, B, I, h and C away from the resting price (see simulate)."""
+    ``all_types``: also Q, B, I, h and C away from the resting price (see simulate);
+    ``profile``: when the events happen (``PROFILES``; see simulate)."""
     return _write_day(Path(out_dir), name, messages, symbols, seed, formats, gzip_level,
-                      flow=False, all_types=all_types)
+                      flow=False, all_types=all_types, profile=profile)
 # --8<-- [end:write_day]
 
 
@@ -363,7 +383,7 @@ def _close_all(sinks: Sequence[Sink]) -> None:
 def _write_day(
     out_dir: Path, name: str, messages: int, symbols: int, seed: int,
     formats: Sequence[str], gzip_level: int, flow: bool, feed: Path | None = None,
-    all_types: bool = False,
+    all_types: bool = False, profile: str = "flat",
 ) -> GenResult:
     """The day in each format and its books CSV, all or nothing (twinmatch/atomic.py):
     each file is written under a temporary name and renamed into place once every one
@@ -373,6 +393,7 @@ def _write_day(
     messages, symbols, seed = check_day(messages, symbols, seed)
     gzip_level = check_int("gzip_level", gzip_level, 1, 9)
     name = check_name(name)
+    check_profile(profile)
     if isinstance(formats, str):
         formats = (formats,)
     unknown = [f for f in formats if f not in FORMATS]
@@ -383,7 +404,8 @@ def _write_day(
     if feed is not None:
         finals = {"itch": feed}
     books = out_dir / (name + BOOKS_SUFFIX)
-    sim, chunks = simulate(messages, symbols, seed, flow, all_types=all_types)
+    sim, chunks = simulate(messages, symbols, seed, flow, all_types=all_types,
+                           profile=profile)
     with Outputs("gen") as outputs:
         sinks: list[Sink] = []
         try:

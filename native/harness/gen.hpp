@@ -120,6 +120,59 @@ struct Config {
     // imbalances, h operational halts) and C prints away from the resting price. Off by
     // default: a day without them is byte for byte what it was before they existed.
     bool all_types = false;
+    // Market mode: when the day's events happen. Flat (false, the default, byte for byte
+    // the day as before) spreads them evenly over market hours; intraday (true) is the
+    // IntradayClock below: a busy open and close, a quiet midday, bursts within seconds.
+    bool intraday = false;
+};
+
+// --8<-- [start:intraday]
+// An intraday clock: event times from a self-exciting (Hawkes) process in discrete
+// bins, so that a real-shaped burst exists to be measured (chapter 15). Stated
+// parameters (a reader's "open, lunch, close" U, and bursts that fade within seconds):
+//   * baseline weight w(t): 4 at 09:30 falling linearly to 1 at 10:00, 1 until 15:30,
+//     rising linearly to 3 at 16:00;
+//   * self-excitation: each event adds to the intensity of the following 10 ms bins a
+//     kick that decays by a factor 0.98 per bin (an e-folding time of about half a
+//     second); the branching ratio (events each event begets, on average) is 0.7;
+//   * the scale is re-fitted at every bin so that the remaining messages fill the
+//     remaining weight: the day still has exactly the messages asked for, and ends
+//     by 16:00.
+// Only + - * / and compares on doubles (never libm's exp or log, whose last bits differ
+// between C libraries): waiting times are exponential by von Neumann's comparison
+// method, and the decay is one multiplication per bin.
+struct IntradayClock {
+    static constexpr std::uint64_t kBin = 10'000'000;          // 10 ms
+    static constexpr double kDecay = 0.98;                      // per bin
+    static constexpr double kBranching = 0.7;
+    static constexpr std::uint64_t kRamp = 30 * 60 * 1'000'000'000ull;  // 30 minutes
+    static constexpr double kOpenWeight = 4.0, kCloseWeight = 3.0;
+// --8<-- [end:intraday]
+
+    // Baseline weight at t (ns since the open), and its integral from t to the close
+    // (in weight-seconds): piecewise linear, so both are exact sums of trapezoids.
+    static double weight(std::uint64_t t, std::uint64_t day) {
+        if (t < kRamp) return kOpenWeight - (kOpenWeight - 1.0) * (double(t) / double(kRamp));
+        if (t + kRamp > day) {
+            const double into = double(t + kRamp - day) / double(kRamp);
+            return 1.0 + (kCloseWeight - 1.0) * into;
+        }
+        return 1.0;
+    }
+    static double weight_left(std::uint64_t t, std::uint64_t day) {
+        if (t >= day) return 0.0;
+        const std::uint64_t knots[2] = {kRamp, day - kRamp};
+        double sum = 0.0;
+        std::uint64_t a = t;
+        for (std::uint64_t knot : knots) {
+            if (a < knot) {
+                sum += 0.5 * (weight(a, day) + weight(knot, day)) * (double(knot - a) * 1e-9);
+                a = knot;
+            }
+        }
+        sum += 0.5 * (weight(a, day) + weight(day, day)) * (double(day - a) * 1e-9);
+        return sum;
+    }
 };
 
 // --8<-- [start:structures]
@@ -594,13 +647,91 @@ private:
         }
         // Spread the remaining messages evenly over the remaining market hours: the gap
         // before this event is uniform in [0, 2 * average].
-        const std::uint64_t time_left = kMarketClose > ts_ ? kMarketClose - ts_ : 0;
-        ts_ += rng_.below(2 * time_left / (left + 1) + 1);
+        if (cfg_.intraday) {
+            ts_ = std::max(ts_, intraday_next(left));
+        } else {
+            const std::uint64_t time_left = kMarketClose > ts_ ? kMarketClose - ts_ : 0;
+            ts_ += rng_.below(2 * time_left / (left + 1) + 1);
+        }
         const std::uint16_t sym = static_cast<std::uint16_t>(pick_symbol());
         // Near the end only single-message events, so the file has exactly cfg_.messages.
         const bool room = left > 64;
         if (cfg_.flow) flow_event(sym); else market_event(sym, room);
     }
+
+    // --8<-- [start:exp1]
+    // An exponential waiting time of mean 1 (von Neumann, 1951): draw u1 >= u2 >= ...
+    // until the run stops falling; an odd run length accepts u1 (plus the rejections so
+    // far), an even one rejects. Comparisons and additions only: the same on every
+    // machine.
+    double exp1() {
+        double whole = 0.0;
+        for (int round = 0; round < 64; ++round) {  // 64 rejections: chance e^-64
+            const double u1 = rng_.unit();
+            double prev = u1;
+            std::uint32_t run = 1;
+            for (; run < 64; ++run) {
+                const double u = rng_.unit();
+                if (u > prev) break;
+                prev = u;
+            }
+            if (run % 2 == 1) return whole + u1;
+            whole += 1.0;
+        }
+        return whole;
+    }
+    // --8<-- [end:exp1]
+
+    // --8<-- [start:intraday_next]
+    // The time (ns since midnight) of the next event on the intraday clock. Inside a bin
+    // the intensity is constant, so the wait is exponential; a wait past the bin's end
+    // moves to the next bin (the exponential forgets, so drawing again there is exact).
+    std::uint64_t intraday_next(std::uint64_t left) {
+        using C = IntradayClock;
+        const std::uint64_t day = kMarketClose - kMarketOpen;
+        // messages per event so far (an event is 1+ messages), to turn messages into events
+        const std::uint64_t header = minimum_messages(cfg_.symbols) - kTrailer;
+        const double per_event = double(emitted_ - header + 1) / double(day_events_ + 1);
+        for (std::uint64_t guard = 0; !tail_ && guard < 2 * day / C::kBin + 2; ++guard) {
+            if (bin_end_ == 0 || cursor_ >= bin_end_) {  // a new bin: decay, kick, re-fit
+                if (bin_end_ != 0) {
+                    excite_ = (excite_ + double(bin_events_) * kick()) * C::kDecay;
+                    cursor_ = bin_end_;
+                }
+                bin_events_ = 0;
+                bin_end_ = cursor_ - cursor_ % C::kBin + C::kBin;
+                const double room = C::weight_left(cursor_, day);
+                if (cursor_ + C::kBin >= day || room <= 0.0) {  // the last bin: flat
+                    tail_ = true;
+                    break;
+                }
+                // events still to come, over the weight left: the base rate that fills it
+                const double target = double(left) / per_event / room;
+                rate_ = (1.0 - C::kBranching) * target * C::weight(cursor_, day) + excite_;
+            }
+            const double wait_s = exp1() / rate_;
+            const double wait_ns = wait_s * 1e9;
+            if (wait_ns < double(bin_end_ - cursor_)) {
+                cursor_ += static_cast<std::uint64_t>(wait_ns);
+                ++bin_events_;
+                ++day_events_;
+                return kMarketOpen + cursor_;
+            }
+            cursor_ = bin_end_;
+        }
+        // The last bin (or a day squeezed past its weight): spread what is left evenly.
+        const std::uint64_t now = std::max(ts_, kMarketOpen + cursor_);
+        const std::uint64_t time_left = kMarketClose > now ? kMarketClose - now : 0;
+        ++day_events_;
+        return now + rng_.below(2 * time_left / (left + 1) + 1);
+    }
+    // The kick one event gives the intensity (events/s) of the next bin: summed over the
+    // bins after it (a geometric series) it begets kBranching events on average.
+    static double kick() {
+        using C = IntradayClock;
+        return C::kBranching * (1.0 - C::kDecay) / (double(C::kBin) * 1e-9);
+    }
+    // --8<-- [end:intraday_next]
 
     enum class Op { Add, Delete, Cancel, Replace, Aggress, Hidden };
 
@@ -782,6 +913,14 @@ private:
     std::uint64_t emitted_ = 0;
     std::uint64_t next_ref_ = 1;
     std::uint64_t match_ = 0;
+    // The intraday clock's state (used only when cfg_.intraday).
+    std::uint64_t cursor_ = 0;       // the process's time, ns since the open
+    std::uint64_t bin_end_ = 0;      // end of the current bin (0: none started yet)
+    double rate_ = 0.0;              // events/s in the current bin
+    double excite_ = 0.0;            // the self-excited part of the intensity, events/s
+    std::uint64_t bin_events_ = 0;   // events in the current bin (kick the next bins)
+    std::uint64_t day_events_ = 0;
+    bool tail_ = false;              // past the last bin: the flat rule for what is left
 };
 
 // ---- PCAP of MoldUDP64 -----------------------------------------------------------------

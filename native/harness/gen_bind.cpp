@@ -33,11 +33,11 @@ void register_gen(nb::module_& m) {
         .def(
             "__init__",
             [](Simulator* self, std::uint64_t seed, std::uint64_t messages, std::uint32_t symbols,
-               bool flow, bool all_types) {
-                new (self) Simulator(Config{seed, messages, symbols, flow, all_types});
+               bool flow, bool all_types, bool intraday) {
+                new (self) Simulator(Config{seed, messages, symbols, flow, all_types, intraday});
             },
             nb::arg("seed"), nb::arg("messages"), nb::arg("symbols"), nb::arg("flow"),
-            nb::arg("all_types") = false)
+            nb::arg("all_types") = false, nb::arg("intraday") = false)
         .def(
             "next_chunk",
             [](Simulator& self, std::size_t min_bytes) {
