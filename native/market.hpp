@@ -1905,39 +1905,44 @@ private:
         std::size_t named_end = 0;         // 1 + the index of the last R or H
         std::uint32_t plo = ~std::uint32_t(0), phi = 0;  // prices of limit orders
         std::uint16_t locate = 0;
-        bool has_locate = false;
         bool rising = true;  // every A/F's reference above the one before (NASDAQ's way)
     };
     static bool plan_batch(const ItchEvent* ev, std::size_t n, BatchPlan& p) {
+        // Locals, not p's fields: the compiler keeps them in registers (a store to p
+        // could alias the events as far as it knows, and would be reloaded each time).
+        std::uint64_t rlo = ~std::uint64_t(0), rhi = 0, adds = 0, book = 0, clock = 0;
+        std::uint32_t plo = ~std::uint32_t(0), phi = 0;
+        std::uint32_t locate = 0x1'0000;  // none yet
+        bool rising = true, one_locate = true;
         for (std::size_t k = 0; k < n; ++k) {
             const ItchEvent& e = ev[k];
             ++p.types[e.type];
-            p.clock = std::max(p.clock, e.timestamp);
-            switch (e.type) {
-                case 'A': case 'F':
-                    ++p.adds;
-                    if (e.price != 0) {
-                        p.plo = std::min(p.plo, e.price);
-                        p.phi = std::max(p.phi, e.price);
-                    }
-                    p.rising &= p.adds == 1 || e.order_ref > p.rhi;
-                    p.rlo = std::min(p.rlo, e.order_ref);
-                    p.rhi = std::max(p.rhi, e.order_ref);
-                    [[fallthrough]];
-                case 'E': case 'C': case 'X': case 'D':
-                    if (!p.has_locate) p.locate = e.locate;
-                    if (e.locate != p.locate) return false;
-                    p.has_locate = true;
-                    ++p.book;
-                    break;
-                case 'U': return false;
-                case 'R': case 'H': p.named_end = k + 1; break;
-                default: break;
+            clock = std::max(clock, e.timestamp);
+            const std::uint8_t kind = kKind[e.type];  // 1: E C X D U, 2: A F
+            if (kind == 0) {
+                if (e.type == 'R' || e.type == 'H') p.named_end = k + 1;
+                continue;
             }
+            if (e.type == 'U') return false;
+            locate = locate == 0x1'0000 ? e.locate : locate;
+            one_locate &= e.locate == locate;
+            ++book;
+            if (kind != 2) continue;
+            rising &= adds == 0 || e.order_ref > rhi;
+            ++adds;
+            if (e.price != 0) {
+                plo = std::min(plo, e.price);
+                phi = std::max(phi, e.price);
+            }
+            rlo = std::min(rlo, e.order_ref);
+            rhi = std::max(rhi, e.order_ref);
         }
-        if (p.adds == 0) return false;
-        if (p.phi < p.plo) p.plo = p.phi = 1;  // market orders only: one unused level
-        return p.phi - p.plo < kBatchLevels && p.rhi - p.rlo < 2 * p.adds + 1024;
+        if (adds == 0 || !one_locate) return false;
+        if (phi < plo) plo = phi = 1;  // market orders only: one unused level
+        p.rlo = rlo, p.rhi = rhi, p.adds = adds, p.book = book, p.clock = clock;
+        p.plo = plo, p.phi = phi, p.rising = rising;
+        p.locate = static_cast<std::uint16_t>(locate);
+        return phi - plo < kBatchLevels && rhi - rlo < 2 * adds + 1024;
     }
     // --8<-- [end:batch_plan]
 
@@ -1951,16 +1956,24 @@ private:
     };
     static_assert(sizeof(BatchOrder) == 16, "four order slots per cache line");
     struct BatchBook {
-        std::vector<BatchOrder> orders;
+        // The slots from calloc: a batch's range of references is megabytes, which the
+        // allocator maps from the kernel's zero pages; only the slots used are written
+        // (an empty slot needs only shares 0; the rest is written when an order rests).
+        struct Free {
+            void operator()(BatchOrder* p) const { std::free(p); }
+        };
+        std::unique_ptr<BatchOrder[], Free> slots;
+        std::uint64_t refs = 0;  // slots
         std::vector<PriceLevel> lv[2];
         std::vector<std::uint64_t> bits[2];
         SideBook side[2];
         std::int64_t best[2] = {-1, INT64_MAX};  // bid: highest level; ask: lowest
         std::uint64_t rlo = 0;
         std::uint32_t plo = 0;
-        BatchBook(const BatchPlan& p)  // may throw std::bad_alloc (nothing changed yet)
-            : orders(p.rhi - p.rlo + 1, BatchOrder{0, kNil, kNil, 0}),
-              rlo(p.rlo), plo(p.plo) {
+        explicit BatchBook(const BatchPlan& p)  // may throw std::bad_alloc (nothing changed)
+            : refs(p.rhi - p.rlo + 1), rlo(p.rlo), plo(p.plo) {
+            slots.reset(static_cast<BatchOrder*>(std::calloc(refs, sizeof(BatchOrder))));
+            if (slots == nullptr) throw std::bad_alloc();
             const std::uint32_t n = p.phi - p.plo + 1;
             for (int s : {0, 1}) {
                 lv[s].assign(n, PriceLevel{0, kNil, kNil});
@@ -1969,6 +1982,7 @@ private:
                 side[s].n = n;
             }
         }
+        BatchOrder* orders() { return slots.get(); }
     };
     // What the batch adds to the market's counts, kept apart until the batch commits.
     struct BatchTally {
@@ -1979,95 +1993,122 @@ private:
     // --8<-- [end:batch_book]
 
     // --8<-- [start:batch_add]
-    // An A/F of the batch: the checks of match_add, in its order, then the cross and the
-    // rest. The common case (a valid order) pays one test for the three checks.
-    [[gnu::always_inline]] static void batch_add(BatchBook& b, BatchTally& t,
-                                                 const ItchEvent& e, std::uint32_t idx,
-                                                 std::vector<FillRecord>& fills) {
-        BatchOrder& me = b.orders[e.order_ref - b.rlo];  // in range: the plan saw it
-        const bool buy = e.side == 'B';
-        if ((!buy && e.side != 'S') | (e.shares == 0) | (me.shares != 0)) [[unlikely]] {
-            const Reason r = !buy && e.side != 'S' ? Reason::BadSide
-                             : e.shares == 0       ? Reason::BadQty
-                                                   : Reason::DuplicateId;
-            ++t.rejects[static_cast<std::size_t>(r)];
-            return;
-        }
-        t.booked = true;
-        const int s = buy ? 0 : 1, o = s ^ 1;
-        reserve_fills(fills, std::size_t(b.side[o].orders) + 1);
-        std::uint32_t qty = e.shares;
-        // The limit as a level; a market order (price 0) crosses every level.
-        const std::int64_t lim = e.price == 0 ? (buy ? INT64_MAX - 1 : 0)
-                                              : std::int64_t(e.price - b.plo);
-        std::int64_t& best = b.best[o];
-        while (qty != 0 && (buy ? best <= lim : best >= lim)) {
-            PriceLevel& lv = b.lv[o][static_cast<std::size_t>(best)];
-            const std::uint32_t i = lv.head;
-            BatchOrder& r = b.orders[i];
-            const std::uint32_t take = std::min(qty, r.shares);
-            fills.push_back(FillRecord{b.rlo + i, e.order_ref,
-                                       b.plo + static_cast<std::uint32_t>(best), take,
-                                       idx, static_cast<std::uint8_t>(s), {}});
-            ++t.fills;
-            t.volume += take;
-            qty -= take;
-            lv.total -= take;
-            if ((r.shares -= take) == 0) {
-                --b.side[o].orders;
-                lv.head = r.next;
-                if (r.next == kNil) batch_emptied(b, o, lv);
+    // The batch's loop: A/F with match_add's checks in its order, then the cross and the
+    // rest; X/D with match()'s. Its state sits in locals (the best levels, the order
+    // counts, the volume), which the compiler keeps in registers; the book's arrays are
+    // reached through pointers taken once. The common case (a valid order) pays one
+    // test for the three checks.
+    static void batch_loop(const ItchEvent* ev, std::size_t n, BatchBook& b,
+                           BatchTally& t, std::vector<FillRecord>& fills) {
+        BatchOrder* const ord = b.orders();
+        const std::uint64_t rlo = b.rlo;
+        const std::uint32_t plo = b.plo;
+        std::int64_t best[2] = {-1, INT64_MAX};  // bid: highest level; ask: lowest
+        std::uint32_t count[2] = {0, 0};         // resting orders per side
+        std::uint64_t volume = 0;
+        for (std::size_t k = 0; k < n; ++k) {
+            const ItchEvent& e = ev[k];
+            if (e.type != 'A' && e.type != 'F') [[unlikely]] {
+                if (e.type == 'X' || e.type == 'D') batch_cancel(b, t, e, best, count);
+                continue;  // E C: counted only; R H: at the hand-over; the rest: counted
+            }
+            BatchOrder& me = ord[e.order_ref - rlo];  // in range: the plan saw it
+            const bool buy = e.side == 'B';
+            if ((!buy && e.side != 'S') | (e.shares == 0) | (me.shares != 0)) [[unlikely]] {
+                const Reason r = !buy && e.side != 'S' ? Reason::BadSide
+                                 : e.shares == 0       ? Reason::BadQty
+                                                       : Reason::DuplicateId;
+                ++t.rejects[static_cast<std::size_t>(r)];
+                continue;
+            }
+            t.booked = true;
+            const int s = buy ? 0 : 1, o = s ^ 1;  // fills: room made for the batch
+            std::uint32_t qty = e.shares;
+            // The limit as a level; a market order (price 0) crosses every level.
+            std::int64_t lim = std::int64_t(e.price) - plo;
+            if (e.price == 0) [[unlikely]] lim = buy ? INT64_MAX - 1 : 0;
+            PriceLevel* const olv = b.lv[o].data();
+            while (qty != 0 && (buy ? best[o] <= lim : best[o] >= lim)) {
+                PriceLevel& lv = olv[best[o]];
+                const std::uint32_t i = lv.head;
+                BatchOrder& r = ord[i];
+                const std::uint32_t take = std::min(qty, r.shares);
+                fills.push_back(FillRecord{rlo + i, e.order_ref,
+                                           plo + static_cast<std::uint32_t>(best[o]), take,
+                                           static_cast<std::uint32_t>(k),
+                                           static_cast<std::uint8_t>(s), {}});
+                volume += take;
+                qty -= take;
+                lv.total -= take;
+                if ((r.shares -= take) == 0) {
+                    --count[o];
+                    lv.head = r.next;
+                    if (r.next == kNil) best[o] = batch_emptied(b, o, lv, best[o]);
+                }
+            }
+            if (qty != 0 && e.price != 0) {  // the remainder rests, at the back
+                const std::uint32_t lk = e.price - plo;
+                const auto i = static_cast<std::uint32_t>(e.order_ref - rlo);
+                PriceLevel& lv = b.lv[s][lk];
+                me = BatchOrder{qty, kNil, lv.tail, lk | std::uint32_t(s) << 31};
+                if (lv.tail != kNil) {
+                    ord[lv.tail].next = i;
+                } else {
+                    lv.head = i;
+                    b.side[s].set(lk);
+                    if (buy ? std::int64_t(lk) > best[0] : std::int64_t(lk) < best[1])
+                        best[s] = lk;
+                }
+                lv.tail = i;
+                lv.total += qty;
+                ++count[s];
             }
         }
-        if (qty != 0 && e.price != 0) batch_rest(b, s, me, e.order_ref, e.price, qty);
+        for (int s : {0, 1}) {
+            b.best[s] = best[s];
+            b.side[s].orders = count[s];
+        }
+        t.volume += volume;
     }
     // --8<-- [end:batch_add]
 
     // --8<-- [start:batch_levels]
-    // A level of side s emptied: out of the bitset; if it was the best, the next one.
-    [[gnu::noinline]] static void batch_emptied(BatchBook& b, int s, PriceLevel& lv) {
+    // A level of side s emptied: out of the bitset; the side's new best if it was the
+    // best (-1 / INT64_MAX: none), else the old one.
+    [[gnu::noinline]] static std::int64_t batch_emptied(BatchBook& b, int s, PriceLevel& lv,
+                                                        std::int64_t best) {
         const auto k = static_cast<std::uint32_t>(&lv - b.lv[s].data());
         lv.tail = kNil;
         SideBook& sb = b.side[s];
         sb.clear(k);
-        if (std::int64_t(k) != b.best[s]) return;
+        if (std::int64_t(k) != best) return best;
         const std::int64_t j = s == 0 ? sb.highest_at_or_below(k) : sb.lowest_at_or_above(k);
-        b.best[s] = j >= 0 ? j : (s == 0 ? -1 : INT64_MAX);
+        return j >= 0 ? j : (s == 0 ? -1 : INT64_MAX);
     }
-    // The remainder of an add at the back of its level's queue.
-    [[gnu::always_inline]] static void batch_rest(BatchBook& b, int s, BatchOrder& me,
-                                                  std::uint64_t ref, std::uint32_t price,
-                                                  std::uint32_t qty) {
-        const std::uint32_t k = price - b.plo;
-        const auto i = static_cast<std::uint32_t>(ref - b.rlo);
-        PriceLevel& lv = b.lv[s][k];
-        me = BatchOrder{qty, kNil, lv.tail, k | std::uint32_t(s) << 31};
-        if (lv.tail != kNil) {
-            b.orders[lv.tail].next = i;
-        } else {
-            lv.head = i;
-            b.side[s].set(k);
-            if (s == 0 ? std::int64_t(k) > b.best[0] : std::int64_t(k) < b.best[1])
-                b.best[s] = k;
-        }
-        lv.tail = i;
-        lv.total += qty;
-        ++b.side[s].orders;
-    }
-    // Take `shares` off a resting order (X), or all of it (D, and X to zero).
-    static void batch_take(BatchBook& b, std::uint32_t i, std::uint32_t shares) {
-        BatchOrder& r = b.orders[i];
+    // X and D, with match()'s checks in its order: take shares off a resting order (it
+    // keeps its place), or all of it.
+    [[gnu::noinline]] static void batch_cancel(BatchBook& b, BatchTally& t,
+                                               const ItchEvent& e, std::int64_t* best,
+                                               std::uint32_t* count) {
+        auto reject = [&](Reason r) { ++t.rejects[static_cast<std::size_t>(r)]; };
+        if (e.type == 'X' && e.shares == 0) return reject(Reason::BadQty);
+        const std::uint64_t i = e.order_ref - b.rlo;
+        BatchOrder* const ord = b.orders();
+        if (i >= b.refs || ord[i].shares == 0) return reject(Reason::UnknownId);
+        BatchOrder& r = ord[i];
+        if (e.type == 'X' && e.shares > r.shares) return reject(Reason::OverReduce);
+        const std::uint32_t shares = e.type == 'X' ? e.shares : r.shares;
         const int s = static_cast<int>(r.k >> 31);
         PriceLevel& lv = b.lv[s][r.k & 0x7FFF'FFFFu];
         lv.total -= shares;
         if ((r.shares -= shares) != 0) return;
-        --b.side[s].orders;
+        --count[s];
         if (lv.head == i) {  // as unlink_at: the head's prev is never read
             lv.head = r.next;
-            if (r.next == kNil) return batch_emptied(b, s, lv);
+            if (r.next == kNil) best[s] = batch_emptied(b, s, lv, best[s]);
         } else {
-            b.orders[r.prev].next = r.next;
-            if (r.next != kNil) b.orders[r.next].prev = r.prev; else lv.tail = r.prev;
+            ord[r.prev].next = r.next;
+            if (r.next != kNil) ord[r.next].prev = r.prev; else lv.tail = r.prev;
         }
     }
     // --8<-- [end:batch_levels]
@@ -2090,16 +2131,20 @@ private:
         BatchBook& b = *made;
         BatchTally t;
         const std::size_t start = fills.size();
+        // Room for every fill the batch can make, first: a fill either ends the order it
+        // trades against (which an add of this batch put there: the market was empty)
+        // or ends the incoming order, so at most two per add. Pages are only committed
+        // as fills are written.
         try {
-            for (std::size_t k = 0; k < n; ++k) {
-                const ItchEvent& e = ev[k];
-                const auto idx = static_cast<std::uint32_t>(k);
-                if (e.type == 'A' || e.type == 'F') [[likely]] {
-                    batch_add(b, t, e, idx, fills);
-                } else if (e.type == 'X' || e.type == 'D') {
-                    batch_cancel(b, t, e);
-                }  // E C: counted only; R H: at the hand-over; the rest: counted only
-            }
+            fills.reserve(start + 2 * p.adds);
+        } catch (const std::bad_alloc&) {
+            return false;
+        } catch (const std::length_error&) {
+            return false;
+        }
+        try {
+            batch_loop(ev, n, b, t, fills);
+            t.fills = fills.size() - start;
             commit_batch(ev, p, b, t);
         } catch (...) {
             fills.resize(start);
@@ -2109,17 +2154,6 @@ private:
         applied_ = n;
         ++batch_runs_;
         return true;
-    }
-    // X and D, with match()'s checks in its order.
-    static void batch_cancel(BatchBook& b, BatchTally& t, const ItchEvent& e) {
-        auto reject = [&](Reason r) { ++t.rejects[static_cast<std::size_t>(r)]; };
-        if (e.type == 'X' && e.shares == 0) return reject(Reason::BadQty);
-        const std::uint64_t i = e.order_ref - b.rlo;
-        if (i >= b.orders.size() || b.orders[i].shares == 0)
-            return reject(Reason::UnknownId);
-        const std::uint32_t left = b.orders[i].shares;
-        if (e.type == 'X' && e.shares > left) return reject(Reason::OverReduce);
-        batch_take(b, static_cast<std::uint32_t>(i), e.type == 'X' ? e.shares : left);
     }
     // --8<-- [end:batch_run]
 
@@ -2137,8 +2171,8 @@ private:
         std::uint64_t moved = 0;
         auto each = [&](auto&& fn) {  // every resting order, in hand-over order
             if (p.rising) {
-                for (std::size_t i = 0; i < b.orders.size(); ++i) {
-                    const BatchOrder& r = b.orders[i];
+                for (std::size_t i = 0; i < b.refs; ++i) {
+                    const BatchOrder& r = b.orders()[i];
                     if (r.shares != 0 &&
                         !fn(int(r.k >> 31), b.rlo + i, r.shares, b.plo + (r.k & 0x7FFF'FFFFu)))
                         return;
@@ -2151,8 +2185,8 @@ private:
                      k = s == 0 ? (k == 0 ? -1 : sb.highest_at_or_below(std::uint32_t(k - 1)))
                                 : sb.lowest_at_or_above(std::uint32_t(k + 1)))
                     for (std::uint32_t i = b.lv[s][std::size_t(k)].head; i != kNil;
-                         i = b.orders[i].next)
-                        if (!fn(s, b.rlo + i, b.orders[i].shares,
+                         i = b.orders()[i].next)
+                        if (!fn(s, b.rlo + i, b.orders()[i].shares,
                                 b.plo + static_cast<std::uint32_t>(k)))
                             return;
             }
