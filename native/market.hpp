@@ -1905,8 +1905,11 @@ private:
         std::size_t named_end = 0;         // 1 + the index of the last R or H
         std::uint32_t plo = ~std::uint32_t(0), phi = 0;  // prices of limit orders
         std::uint16_t locate = 0;
-        bool rising = true;  // every A/F's reference above the one before (NASDAQ's way)
+        bool rising = true;  // every A/F's reference above the one before it
     };
+    // --8<-- [end:batch_plan]
+
+    // --8<-- [start:plan_batch]
     static bool plan_batch(const ItchEvent* ev, std::size_t n, BatchPlan& p) {
         // Locals, not p's fields: the compiler keeps them in registers (a store to p
         // could alias the events as far as it knows, and would be reloaded each time).
@@ -1944,7 +1947,7 @@ private:
         p.locate = static_cast<std::uint16_t>(locate);
         return phi - plo < kBatchLevels && rhi - rlo < 2 * adds + 1024;
     }
-    // --8<-- [end:batch_plan]
+    // --8<-- [end:plan_batch]
 
     // --8<-- [start:batch_book]
     // The batch's book. An order's slot is its reference minus the lowest one: 16 bytes
@@ -1970,9 +1973,11 @@ private:
         std::int64_t best[2] = {-1, INT64_MAX};  // bid: highest level; ask: lowest
         std::uint64_t rlo = 0;
         std::uint32_t plo = 0;
-        explicit BatchBook(const BatchPlan& p)  // may throw std::bad_alloc (nothing changed)
+        // May throw std::bad_alloc (nothing has changed yet).
+        explicit BatchBook(const BatchPlan& p)
             : refs(p.rhi - p.rlo + 1), rlo(p.rlo), plo(p.plo) {
-            slots.reset(static_cast<BatchOrder*>(std::calloc(refs, sizeof(BatchOrder))));
+            void* mem = std::calloc(refs, sizeof(BatchOrder));
+            slots.reset(static_cast<BatchOrder*>(mem));
             if (slots == nullptr) throw std::bad_alloc();
             const std::uint32_t n = p.phi - p.plo + 1;
             for (int s : {0, 1}) {
@@ -1992,12 +1997,11 @@ private:
     };
     // --8<-- [end:batch_book]
 
-    // --8<-- [start:batch_add]
-    // The batch's loop: A/F with match_add's checks in its order, then the cross and the
-    // rest; X/D with match()'s. Its state sits in locals (the best levels, the order
-    // counts, the volume), which the compiler keeps in registers; the book's arrays are
-    // reached through pointers taken once. The common case (a valid order) pays one
-    // test for the three checks.
+    // The batch's loop: A/F with match_add's checks in its order, then the cross and
+    // the rest; X/D with match()'s. Its state sits in locals (the best levels, the
+    // order counts, the volume), which the compiler keeps in registers; the book's
+    // arrays are reached through pointers taken once. The common case (a valid order)
+    // pays one test for the three checks.
     static void batch_loop(const ItchEvent* ev, std::size_t n, BatchBook& b,
                            BatchTally& t, std::vector<FillRecord>& fills) {
         BatchOrder* const ord = b.orders();
@@ -2010,18 +2014,21 @@ private:
             const ItchEvent& e = ev[k];
             if (e.type != 'A' && e.type != 'F') [[unlikely]] {
                 if (e.type == 'X' || e.type == 'D') batch_cancel(b, t, e, best, count);
-                continue;  // E C: counted only; R H: at the hand-over; the rest: counted
+                continue;  // E C: counted; R H: at the hand-over; the rest: counted
             }
             BatchOrder& me = ord[e.order_ref - rlo];  // in range: the plan saw it
             const bool buy = e.side == 'B';
-            if ((!buy && e.side != 'S') | (e.shares == 0) | (me.shares != 0)) [[unlikely]] {
-                const Reason r = !buy && e.side != 'S' ? Reason::BadSide
-                                 : e.shares == 0       ? Reason::BadQty
-                                                       : Reason::DuplicateId;
+            const bool side_ok = buy || e.side == 'S';
+            const bool bad = !side_ok | (e.shares == 0) | (me.shares != 0);
+            if (bad) [[unlikely]] {
+                const Reason r = !side_ok        ? Reason::BadSide
+                                 : e.shares == 0 ? Reason::BadQty
+                                                 : Reason::DuplicateId;
                 ++t.rejects[static_cast<std::size_t>(r)];
                 continue;
             }
             t.booked = true;
+            // --8<-- [start:batch_cross]
             const int s = buy ? 0 : 1, o = s ^ 1;  // fills: room made for the batch
             std::uint32_t qty = e.shares;
             // The limit as a level; a market order (price 0) crosses every level.
@@ -2033,10 +2040,9 @@ private:
                 const std::uint32_t i = lv.head;
                 BatchOrder& r = ord[i];
                 const std::uint32_t take = std::min(qty, r.shares);
-                fills.push_back(FillRecord{rlo + i, e.order_ref,
-                                           plo + static_cast<std::uint32_t>(best[o]), take,
-                                           static_cast<std::uint32_t>(k),
-                                           static_cast<std::uint8_t>(s), {}});
+                const auto at = static_cast<std::uint32_t>(best[o]);
+                fills.push_back(FillRecord{rlo + i, e.order_ref, plo + at, take,
+                                           std::uint32_t(k), std::uint8_t(s), {}});
                 volume += take;
                 qty -= take;
                 lv.total -= take;
@@ -2056,13 +2062,14 @@ private:
                 } else {
                     lv.head = i;
                     b.side[s].set(lk);
-                    if (buy ? std::int64_t(lk) > best[0] : std::int64_t(lk) < best[1])
-                        best[s] = lk;
+                    const std::int64_t at = lk;
+                    if (buy ? at > best[0] : at < best[1]) best[s] = at;
                 }
                 lv.tail = i;
                 lv.total += qty;
                 ++count[s];
             }
+            // --8<-- [end:batch_cross]
         }
         for (int s : {0, 1}) {
             b.best[s] = best[s];
@@ -2070,19 +2077,20 @@ private:
         }
         t.volume += volume;
     }
-    // --8<-- [end:batch_add]
 
     // --8<-- [start:batch_levels]
     // A level of side s emptied: out of the bitset; the side's new best if it was the
     // best (-1 / INT64_MAX: none), else the old one.
-    [[gnu::noinline]] static std::int64_t batch_emptied(BatchBook& b, int s, PriceLevel& lv,
+    [[gnu::noinline]] static std::int64_t batch_emptied(BatchBook& b, int s,
+                                                        PriceLevel& lv,
                                                         std::int64_t best) {
         const auto k = static_cast<std::uint32_t>(&lv - b.lv[s].data());
         lv.tail = kNil;
         SideBook& sb = b.side[s];
         sb.clear(k);
         if (std::int64_t(k) != best) return best;
-        const std::int64_t j = s == 0 ? sb.highest_at_or_below(k) : sb.lowest_at_or_above(k);
+        const std::int64_t j =
+            s == 0 ? sb.highest_at_or_below(k) : sb.lowest_at_or_above(k);
         return j >= 0 ? j : (s == 0 ? -1 : INT64_MAX);
     }
     // X and D, with match()'s checks in its order: take shares off a resting order (it
@@ -2131,10 +2139,10 @@ private:
         BatchBook& b = *made;
         BatchTally t;
         const std::size_t start = fills.size();
-        // Room for every fill the batch can make, first: a fill either ends the order it
-        // trades against (which an add of this batch put there: the market was empty)
-        // or ends the incoming order, so at most two per add. Pages are only committed
-        // as fills are written.
+        // Room for every fill the batch can make, first: a fill either ends the order
+        // it trades against (which an add of this batch put there: the market was
+        // empty) or ends the incoming order, so at most two per add. Pages are only
+        // committed as fills are written.
         try {
             fills.reserve(start + 2 * p.adds);
         } catch (const std::bad_alloc&) {
@@ -2173,17 +2181,18 @@ private:
             if (p.rising) {
                 for (std::size_t i = 0; i < b.refs; ++i) {
                     const BatchOrder& r = b.orders()[i];
-                    if (r.shares != 0 &&
-                        !fn(int(r.k >> 31), b.rlo + i, r.shares, b.plo + (r.k & 0x7FFF'FFFFu)))
-                        return;
+                    const std::uint32_t price = b.plo + (r.k & 0x7FFF'FFFFu);
+                    const int s = int(r.k >> 31);
+                    if (r.shares != 0 && !fn(s, b.rlo + i, r.shares, price)) return;
                 }
                 return;
             }
             for (int s : {0, 1}) {
                 const SideBook& sb = b.side[s];
                 for (std::int64_t k = b.best[s]; k >= 0 && k < sb.n;
-                     k = s == 0 ? (k == 0 ? -1 : sb.highest_at_or_below(std::uint32_t(k - 1)))
-                                : sb.lowest_at_or_above(std::uint32_t(k + 1)))
+                     k = s == 1 ? sb.lowest_at_or_above(std::uint32_t(k + 1))
+                         : k == 0 ? -1
+                                  : sb.highest_at_or_below(std::uint32_t(k - 1)))
                     for (std::uint32_t i = b.lv[s][std::size_t(k)].head; i != kNil;
                          i = b.orders()[i].next)
                         if (!fn(s, b.rlo + i, b.orders()[i].shares,
@@ -2192,12 +2201,12 @@ private:
             }
         };
         try {
-            each([&](int s, std::uint64_t ref, std::uint32_t shares, std::uint32_t price) {
+            each([&](int s, std::uint64_t ref, std::uint32_t shares, std::uint32_t px) {
                 orders_.reserve_one();
                 refs_.reserve_for(ref);
                 SideBook& sb = l.side[s];
-                const Prepared pr = prepare_level(l, sb, s, price);
-                rest(l, sb, s, pr, ref, shares, p.locate, price);
+                const Prepared pr = prepare_level(l, sb, s, px);
+                rest(l, sb, s, pr, ref, shares, p.locate, px);
                 ++moved;
                 if (pending_ != nullptr) maintain();
                 return true;

@@ -266,6 +266,34 @@ def run(state):
 """
 
 
+# ------------------------------------- 2a. match mode, the whole run, pipelined
+
+PIPELINE_INCLUDES = ("match mode, the uniform file from disk to the fills CSV, whole run: "
+                     "twinmatch replay --pipeline (C++ stages; on 2 cores parser + engine "
+                     "fused, the fill logger on the other) against twinmatch replay "
+                     "(one thread: read, decode + match, fills written by Python)")
+
+
+@pytest.mark.benchmark(group="paired")
+def test_paired_engine_pipeline(benchmark: Any, tmp_path: Path) -> None:
+    """replay --pipeline --mode match against the single-threaded replay, same file, both
+    writing the fills CSV (checked equal first)."""
+    from twinmatch.pipeline_replay import replay_pipeline
+
+    path = tmp_path / "uniform.itch"
+    path.write_bytes(uniform_flow_bytes(UNIFORM_N, seed=1))
+    piped, single = tmp_path / "piped.csv", tmp_path / "single.csv"
+    replay_pipeline(path, "optimized", "match", piped)
+    replay(path, "optimized", "match", fills_path=single)
+    assert piped.read_bytes() == single.read_bytes()
+    fast = Side("replay --pipeline",
+                wall(lambda: replay_pipeline(path, "optimized", "match", piped)), ops=UNIFORM_N)
+    slow = Side("replay", wall(lambda: replay(path, "optimized", "match", fills_path=single)),
+                ops=UNIFORM_N)
+    paired(benchmark, "engine-pipeline-vs-replay", fast, slow, pairs=11, warmup=1,
+           workload="uniform", messages=UNIFORM_N, includes=PIPELINE_INCLUDES)
+
+
 # ------------------------------------------------- 2b. match mode, ablated
 
 # Chapter 5's match-mode decisions, one step each (in the style of market-ablation): the
