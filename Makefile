@@ -160,7 +160,7 @@ SANITIZE_TESTS ?= tests/test_book.py tests/test_book_golden.py tests/test_book_d
   tests/test_book_differential_native.py tests/test_native_book_internals.py tests/test_itch.py \
   tests/test_pcap.py tests/test_orders.py tests/test_gen.py tests/fuzz \
   tests/test_histogram.py tests/test_pipeline.py tests/test_ring.py tests/test_market.py \
-  tests/test_load_native.py tests/test_entry.py tests/test_journal.py
+  tests/test_load_native.py tests/test_entry.py tests/test_journal.py tests/test_market_batch.py
 
 $(ASAN_VENV)/.installed: $(STAMP) native/CMakeLists.txt
 	$(PYTHON) -m venv $(ASAN_VENV)

@@ -52,6 +52,7 @@
 #include <memory>
 #include <memory_resource>
 #include <new>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <cstdio>  // reading the cache size from sysfs
@@ -772,6 +773,11 @@ public:
     // whatever the working set.
     void set_lookahead_stages(unsigned stages) { lookahead_ = std::min(stages, kStages); }
     std::uint32_t window_cap() const { return window_cap_; }
+    // Match mode: the batch engine runs for batches of at least `events` events (0: never;
+    // tests set 1 to reach it with small streams, the ablation benchmark 0).
+    void set_match_batch(std::size_t events) { batch_min_ = events; }
+    std::size_t match_batch() const { return batch_min_; }
+    std::uint64_t batch_runs() const { return batch_runs_; }  // runs the batch engine took
 
     WindowStats window_stats() const {
         WindowStats w;
@@ -795,6 +801,11 @@ public:
     // event's index. An event either applies entirely or (out of memory) not at all.
     void run(const ItchEvent* ev, std::size_t n, std::vector<FillRecord>& fills) {
         applied_ = 0;
+        // Match mode, an empty market, a batch worth it: the batch engine (below), if
+        // the batch qualifies; else (it changed nothing) the loop.
+        if (mode_ == Mode::Match && batch_min_ != 0 && n >= batch_min_ &&
+            refs_.size() == 0 && run_batch(ev, n, fills))
+            return;
         const unsigned st = stages_now();
         for (std::size_t k = 0; k < n; ++k) {
             if (st != 0) {  // prefetch for the events ahead (lookahead, below)
@@ -1219,15 +1230,7 @@ private:
         // table's walks stop at the highest one): here for R, H and a book message's
         // activity count, and in prepare_level for a window (an order's locate got one).
         switch (e.type) {
-            case 'R':
-                loc_.touch(e.locate);
-                std::memcpy(loc_[e.locate].s.name, e.stock, 8);
-                loc_[e.locate].s.named = 1;
-                break;
-            case 'H':  // the trading state: recorded, never gates an update
-                loc_.touch(e.locate);
-                loc_[e.locate].s.trading = static_cast<std::uint16_t>(0x100 | e.side);
-                break;
+            case 'R': case 'H': name_or_state(e); break;
             case 'A': case 'F': case 'E': case 'C': case 'X': case 'D': case 'U':
                 if (mode_ == Mode::Book) feed(e, idx, fills); else match(e, idx, fills);
                 // counted once the event has applied; the first count touches the locate
@@ -1238,6 +1241,19 @@ private:
         ++counts_.events[e.type];
         clock_ = std::max(clock_, e.timestamp);
         if (pending_ != nullptr) [[unlikely]] maintain();  // between events, never inside one
+    }
+
+    // R: a locate's name; H: its trading state (recorded, never gates an update).
+    void name_or_state(const ItchEvent& e) {
+        if (e.type != 'R' && e.type != 'H') return;
+        loc_.touch(e.locate);
+        LocateState& st = loc_[e.locate].s;
+        if (e.type == 'H') {
+            st.trading = static_cast<std::uint16_t>(0x100 | e.side);
+            return;
+        }
+        std::memcpy(st.name, e.stock, 8);
+        st.named = 1;
     }
 
     // --------------------------------------------------- levels and windows (both modes)
@@ -1868,6 +1884,360 @@ private:
     }
     // --8<-- [end:match]
 
+    // --------------------------------------------- match mode: the batch engine
+
+    // --8<-- [start:batch_plan]
+    // run() in match mode can match a whole batch in flat arrays sized from the batch
+    // itself (the student engine's layout: a level per price, an order slot per
+    // reference), then hand what rests to the general structures above. It applies when
+    // the market holds no order and the batch names one locate, has no U (a replace may
+    // move between the two tables: the general path keeps it), and its prices and
+    // references are dense: the levels span at most kBatchLevels prices, the references
+    // at most twice the adds (plus a margin). Anything else takes the general path, so
+    // the batch engine is a shortcut, never a cap. One pass over the events decides.
+    static constexpr std::uint32_t kBatchLevels = std::uint32_t(1) << 18;
+    static constexpr std::size_t kBatchMin = 4096;  // events: smaller batches loop
+    struct BatchPlan {
+        std::array<std::uint64_t, 256> types{};  // events by type byte
+        std::uint64_t rlo = ~std::uint64_t(0), rhi = 0;  // references of A/F
+        std::uint64_t adds = 0, book = 0;  // A/F events; book events (activity)
+        std::uint64_t clock = 0;           // the latest timestamp
+        std::size_t named_end = 0;         // 1 + the index of the last R or H
+        std::uint32_t plo = ~std::uint32_t(0), phi = 0;  // prices of limit orders
+        std::uint16_t locate = 0;
+        bool rising = true;  // every A/F's reference above the one before it
+    };
+    // --8<-- [end:batch_plan]
+
+    // --8<-- [start:plan_batch]
+    static bool plan_batch(const ItchEvent* ev, std::size_t n, BatchPlan& p) {
+        // Locals, not p's fields: the compiler keeps them in registers (a store to p
+        // could alias the events as far as it knows, and would be reloaded each time).
+        std::uint64_t rlo = ~std::uint64_t(0), rhi = 0, adds = 0, book = 0, clock = 0;
+        std::uint32_t plo = ~std::uint32_t(0), phi = 0;
+        std::uint32_t locate = 0x1'0000;  // none yet
+        bool rising = true, one_locate = true;
+        for (std::size_t k = 0; k < n; ++k) {
+            const ItchEvent& e = ev[k];
+            ++p.types[e.type];
+            clock = std::max(clock, e.timestamp);
+            const std::uint8_t kind = kKind[e.type];  // 1: E C X D U, 2: A F
+            if (kind == 0) {
+                if (e.type == 'R' || e.type == 'H') p.named_end = k + 1;
+                continue;
+            }
+            if (e.type == 'U') return false;
+            locate = locate == 0x1'0000 ? e.locate : locate;
+            one_locate &= e.locate == locate;
+            ++book;
+            if (kind != 2) continue;
+            rising &= adds == 0 || e.order_ref > rhi;
+            ++adds;
+            if (e.price != 0) {
+                plo = std::min(plo, e.price);
+                phi = std::max(phi, e.price);
+            }
+            rlo = std::min(rlo, e.order_ref);
+            rhi = std::max(rhi, e.order_ref);
+        }
+        if (adds == 0 || !one_locate) return false;
+        if (phi < plo) plo = phi = 1;  // market orders only: one unused level
+        p.rlo = rlo, p.rhi = rhi, p.adds = adds, p.book = book, p.clock = clock;
+        p.plo = plo, p.phi = phi, p.rising = rising;
+        p.locate = static_cast<std::uint16_t>(locate);
+        return phi - plo < kBatchLevels && rhi - rlo < 2 * adds + 1024;
+    }
+    // --8<-- [end:plan_batch]
+
+    // --8<-- [start:batch_book]
+    // The batch's book. An order's slot is its reference minus the lowest one: 16 bytes
+    // (shares, its queue links, and its level with the side in the top bit); shares 0
+    // is an empty slot. A side is a SideBook over flat levels (one per price from plo,
+    // tick 1), for its bitset walks, and its best level (-1 / INT64_MAX: none).
+    struct BatchOrder {
+        std::uint32_t shares, next, prev, k;  // k: level | side << 31
+    };
+    static_assert(sizeof(BatchOrder) == 16, "four order slots per cache line");
+    struct BatchBook {
+        // The slots from calloc: a batch's range of references is megabytes, which the
+        // allocator maps from the kernel's zero pages; only the slots used are written
+        // (an empty slot needs only shares 0; the rest is written when an order rests).
+        struct Free {
+            void operator()(BatchOrder* p) const { std::free(p); }
+        };
+        std::unique_ptr<BatchOrder[], Free> slots;
+        std::uint64_t refs = 0;  // slots
+        std::vector<PriceLevel> lv[2];
+        std::vector<std::uint64_t> bits[2];
+        SideBook side[2];
+        std::int64_t best[2] = {-1, INT64_MAX};  // bid: highest level; ask: lowest
+        std::uint64_t rlo = 0;
+        std::uint32_t plo = 0;
+        // May throw std::bad_alloc (nothing has changed yet).
+        explicit BatchBook(const BatchPlan& p)
+            : refs(p.rhi - p.rlo + 1), rlo(p.rlo), plo(p.plo) {
+            void* mem = std::calloc(refs, sizeof(BatchOrder));
+            slots.reset(static_cast<BatchOrder*>(mem));
+            if (slots == nullptr) throw std::bad_alloc();
+            const std::uint32_t n = p.phi - p.plo + 1;
+            for (int s : {0, 1}) {
+                lv[s].assign(n, PriceLevel{0, kNil, kNil});
+                bits[s].assign(SideBook::words(n) + SideBook::summary_words(n), 0);
+                side[s].bits = bits[s].data();
+                side[s].n = n;
+            }
+        }
+        BatchOrder* orders() { return slots.get(); }
+    };
+    // What the batch adds to the market's counts, kept apart until the batch commits.
+    struct BatchTally {
+        std::array<std::uint64_t, kReasons> rejects{};
+        std::uint64_t fills = 0, volume = 0;
+        bool booked = false;  // a valid add named the locate (what `books` counts)
+    };
+    // --8<-- [end:batch_book]
+
+    // The batch's loop: A/F with match_add's checks in its order, then the cross and
+    // the rest; X/D with match()'s. Its state sits in locals (the best levels, the
+    // order counts, the volume), which the compiler keeps in registers; the book's
+    // arrays are reached through pointers taken once. The common case (a valid order)
+    // pays one test for the three checks.
+    static void batch_loop(const ItchEvent* ev, std::size_t n, BatchBook& b,
+                           BatchTally& t, std::vector<FillRecord>& fills) {
+        BatchOrder* const ord = b.orders();
+        const std::uint64_t rlo = b.rlo;
+        const std::uint32_t plo = b.plo;
+        std::int64_t best[2] = {-1, INT64_MAX};  // bid: highest level; ask: lowest
+        std::uint32_t count[2] = {0, 0};         // resting orders per side
+        std::uint64_t volume = 0;
+        for (std::size_t k = 0; k < n; ++k) {
+            const ItchEvent& e = ev[k];
+            if (e.type != 'A' && e.type != 'F') [[unlikely]] {
+                if (e.type == 'X' || e.type == 'D') batch_cancel(b, t, e, best, count);
+                continue;  // E C: counted; R H: at the hand-over; the rest: counted
+            }
+            BatchOrder& me = ord[e.order_ref - rlo];  // in range: the plan saw it
+            const bool buy = e.side == 'B';
+            const bool side_ok = buy || e.side == 'S';
+            const bool bad = !side_ok | (e.shares == 0) | (me.shares != 0);
+            if (bad) [[unlikely]] {
+                const Reason r = !side_ok        ? Reason::BadSide
+                                 : e.shares == 0 ? Reason::BadQty
+                                                 : Reason::DuplicateId;
+                ++t.rejects[static_cast<std::size_t>(r)];
+                continue;
+            }
+            t.booked = true;
+            // --8<-- [start:batch_cross]
+            const int s = buy ? 0 : 1, o = s ^ 1;  // fills: room made for the batch
+            std::uint32_t qty = e.shares;
+            // The limit as a level; a market order (price 0) crosses every level.
+            std::int64_t lim = std::int64_t(e.price) - plo;
+            if (e.price == 0) [[unlikely]] lim = buy ? INT64_MAX - 1 : 0;
+            PriceLevel* const olv = b.lv[o].data();
+            while (qty != 0 && (buy ? best[o] <= lim : best[o] >= lim)) {
+                PriceLevel& lv = olv[best[o]];
+                const std::uint32_t i = lv.head;
+                BatchOrder& r = ord[i];
+                const std::uint32_t take = std::min(qty, r.shares);
+                const auto at = static_cast<std::uint32_t>(best[o]);
+                fills.push_back(FillRecord{rlo + i, e.order_ref, plo + at, take,
+                                           std::uint32_t(k), std::uint8_t(s), {}});
+                volume += take;
+                qty -= take;
+                lv.total -= take;
+                if ((r.shares -= take) == 0) {
+                    --count[o];
+                    lv.head = r.next;
+                    if (r.next == kNil) best[o] = batch_emptied(b, o, lv, best[o]);
+                }
+            }
+            if (qty != 0 && e.price != 0) {  // the remainder rests, at the back
+                const std::uint32_t lk = e.price - plo;
+                const auto i = static_cast<std::uint32_t>(e.order_ref - rlo);
+                PriceLevel& lv = b.lv[s][lk];
+                me = BatchOrder{qty, kNil, lv.tail, lk | std::uint32_t(s) << 31};
+                if (lv.tail != kNil) {
+                    ord[lv.tail].next = i;
+                } else {
+                    lv.head = i;
+                    b.side[s].set(lk);
+                    const std::int64_t at = lk;
+                    if (buy ? at > best[0] : at < best[1]) best[s] = at;
+                }
+                lv.tail = i;
+                lv.total += qty;
+                ++count[s];
+            }
+            // --8<-- [end:batch_cross]
+        }
+        for (int s : {0, 1}) {
+            b.best[s] = best[s];
+            b.side[s].orders = count[s];
+        }
+        t.volume += volume;
+    }
+
+    // --8<-- [start:batch_levels]
+    // A level of side s emptied: out of the bitset; the side's new best if it was the
+    // best (-1 / INT64_MAX: none), else the old one.
+    [[gnu::noinline]] static std::int64_t batch_emptied(BatchBook& b, int s,
+                                                        PriceLevel& lv,
+                                                        std::int64_t best) {
+        const auto k = static_cast<std::uint32_t>(&lv - b.lv[s].data());
+        lv.tail = kNil;
+        SideBook& sb = b.side[s];
+        sb.clear(k);
+        if (std::int64_t(k) != best) return best;
+        const std::int64_t j =
+            s == 0 ? sb.highest_at_or_below(k) : sb.lowest_at_or_above(k);
+        return j >= 0 ? j : (s == 0 ? -1 : INT64_MAX);
+    }
+    // X and D, with match()'s checks in its order: take shares off a resting order (it
+    // keeps its place), or all of it.
+    [[gnu::noinline]] static void batch_cancel(BatchBook& b, BatchTally& t,
+                                               const ItchEvent& e, std::int64_t* best,
+                                               std::uint32_t* count) {
+        auto reject = [&](Reason r) { ++t.rejects[static_cast<std::size_t>(r)]; };
+        if (e.type == 'X' && e.shares == 0) return reject(Reason::BadQty);
+        const std::uint64_t i = e.order_ref - b.rlo;
+        BatchOrder* const ord = b.orders();
+        if (i >= b.refs || ord[i].shares == 0) return reject(Reason::UnknownId);
+        BatchOrder& r = ord[i];
+        if (e.type == 'X' && e.shares > r.shares) return reject(Reason::OverReduce);
+        const std::uint32_t shares = e.type == 'X' ? e.shares : r.shares;
+        const int s = static_cast<int>(r.k >> 31);
+        PriceLevel& lv = b.lv[s][r.k & 0x7FFF'FFFFu];
+        lv.total -= shares;
+        if ((r.shares -= shares) != 0) return;
+        --count[s];
+        if (lv.head == i) {  // as unlink_at: the head's prev is never read
+            lv.head = r.next;
+            if (r.next == kNil) best[s] = batch_emptied(b, s, lv, best[s]);
+        } else {
+            ord[r.prev].next = r.next;
+            if (r.next != kNil) ord[r.next].prev = r.prev; else lv.tail = r.prev;
+        }
+    }
+    // --8<-- [end:batch_levels]
+
+    // --8<-- [start:batch_run]
+    // The batch engine's loop, then the hand-over (commit_batch). Returns false, having
+    // changed nothing, when the batch does not qualify or its arrays cannot be had.
+    // Until the hand-over has succeeded the market itself is untouched, so if anything
+    // fails (out of memory in the fills or the hand-over) the batch is undone whole:
+    // applied() is 0 and the market is as before it (the strong guarantee, at event 0).
+    bool run_batch(const ItchEvent* ev, std::size_t n, std::vector<FillRecord>& fills) {
+        BatchPlan p;
+        if (!plan_batch(ev, n, p)) return false;
+        std::optional<BatchBook> made;
+        try {
+            made.emplace(p);
+        } catch (const std::bad_alloc&) {
+            return false;  // the general path needs no such arrays
+        }
+        BatchBook& b = *made;
+        BatchTally t;
+        const std::size_t start = fills.size();
+        // Room for every fill the batch can make, first: a fill either ends the order
+        // it trades against (which an add of this batch put there: the market was
+        // empty) or ends the incoming order, so at most two per add. Pages are only
+        // committed as fills are written.
+        try {
+            fills.reserve(start + 2 * p.adds);
+        } catch (const std::bad_alloc&) {
+            return false;
+        } catch (const std::length_error&) {
+            return false;
+        }
+        try {
+            batch_loop(ev, n, b, t, fills);
+            t.fills = fills.size() - start;
+            commit_batch(ev, p, b, t);
+        } catch (...) {
+            fills.resize(start);
+            applied_ = 0;
+            throw;
+        }
+        applied_ = n;
+        ++batch_runs_;
+        return true;
+    }
+    // --8<-- [end:batch_run]
+
+    // --8<-- [start:batch_commit]
+    // What rests goes into the general structures through the same steps an add takes,
+    // each level's queue oldest first (so the books and their priorities are what the
+    // general path would have built); then the counts. When the adds' references rose
+    // through the batch, a queue's order is its references' order, and the orders go
+    // over by reference (the order table and the pool are then written in sequence);
+    // else level by level. If a growth fails, the orders already moved are unlinked
+    // again and the error goes on.
+    void commit_batch(const ItchEvent* ev, const BatchPlan& p, BatchBook& b,
+                      const BatchTally& t) {
+        Locate& l = loc_[p.locate];
+        std::uint64_t moved = 0;
+        auto each = [&](auto&& fn) {  // every resting order, in hand-over order
+            if (p.rising) {
+                for (std::size_t i = 0; i < b.refs; ++i) {
+                    const BatchOrder& r = b.orders()[i];
+                    const std::uint32_t price = b.plo + (r.k & 0x7FFF'FFFFu);
+                    const int s = int(r.k >> 31);
+                    if (r.shares != 0 && !fn(s, b.rlo + i, r.shares, price)) return;
+                }
+                return;
+            }
+            for (int s : {0, 1}) {
+                const SideBook& sb = b.side[s];
+                for (std::int64_t k = b.best[s]; k >= 0 && k < sb.n;
+                     k = s == 1 ? sb.lowest_at_or_above(std::uint32_t(k + 1))
+                         : k == 0 ? -1
+                                  : sb.highest_at_or_below(std::uint32_t(k - 1)))
+                    for (std::uint32_t i = b.lv[s][std::size_t(k)].head; i != kNil;
+                         i = b.orders()[i].next)
+                        if (!fn(s, b.rlo + i, b.orders()[i].shares,
+                                b.plo + static_cast<std::uint32_t>(k)))
+                            return;
+            }
+        };
+        try {
+            each([&](int s, std::uint64_t ref, std::uint32_t shares, std::uint32_t px) {
+                orders_.reserve_one();
+                refs_.reserve_for(ref);
+                SideBook& sb = l.side[s];
+                const Prepared pr = prepare_level(l, sb, s, px);
+                rest(l, sb, s, pr, ref, shares, p.locate, px);
+                ++moved;
+                if (pending_ != nullptr) maintain();
+                return true;
+            });
+        } catch (...) {
+            each([&](int s, std::uint64_t ref, std::uint32_t, std::uint32_t) {
+                if (moved == 0) return false;
+                --moved;
+                const std::uint32_t i = refs_.find(ref);
+                refs_.erase(ref);
+                unlink(l, l.side[s], s, i);
+                return true;
+            });
+            if (pending_ != nullptr) maintain();
+            throw;
+        }
+        // Nothing below can fail.
+        for (std::size_t k = 0; k < p.named_end; ++k) name_or_state(ev[k]);
+        for (std::size_t c = 0; c < 256; ++c) counts_.events[c] += p.types[c];
+        for (std::size_t r = 0; r < kReasons; ++r) counts_.rejects[r] += t.rejects[r];
+        counts_.fills += t.fills;
+        counts_.volume += t.volume;
+        if (p.book != 0) {
+            loc_.touch(p.locate);
+            l.s.activity += p.book;
+        }
+        if (t.booked) count_book(l);
+        clock_ = std::max(clock_, p.clock);
+    }
+    // --8<-- [end:batch_commit]
+
     Mode mode_;
     std::uint32_t window_cap_ = kDefaultWindow;
     std::uint64_t window_levels_ = 0;   // levels of every window now (kFreeLevels' account)
@@ -1886,6 +2256,8 @@ private:
     std::size_t applied_ = 0;
     std::uint64_t refused_ = 0;  // see refused()
     bool moved_ = false;         // a best price moved since the last watch()
+    std::size_t batch_min_ = kBatchMin;  // see set_match_batch
+    std::uint64_t batch_runs_ = 0;
     MarketCounts counts_;
 };
 

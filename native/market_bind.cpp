@@ -307,6 +307,15 @@ void register_market(nb::module_& m) {
             "lookahead_stages", [](BoundMarket& b) { return b.idle().stages_now(); },
             "The look-ahead stages the next call will run (0..3).")
         .def(
+            "set_match_batch",
+            [](BoundMarket& b, std::size_t events) { b.idle().set_match_batch(events); },
+            "events"_a,
+            "Match mode: batches of at least `events` events may take the batch engine (0: never).")
+        .def("match_batch", [](BoundMarket& b) { return b.idle().match_batch(); },
+             "The smallest batch the batch engine takes (0: off).")
+        .def("batch_runs", [](BoundMarket& b) { return b.idle().batch_runs(); },
+             "How many run() calls the batch engine took (tests, the ablation).")
+        .def(
             "window_stats",
             [](BoundMarket& b) {
                 WindowStats w = b.idle().window_stats();

@@ -765,6 +765,17 @@ class Market:
     def lookahead_stages(self) -> int:
         """The look-ahead stages the next call will run (0..3)."""
 
+    def set_match_batch(self, events: int) -> None:
+        """
+        Match mode: batches of at least `events` events may take the batch engine (0: never).
+        """
+
+    def match_batch(self) -> int:
+        """The smallest batch the batch engine takes (0: off)."""
+
+    def batch_runs(self) -> int:
+        """How many run() calls the batch engine took (tests, the ablation)."""
+
     def window_stats(self) -> dict[str, int]:
         """
         How the price windows are sized now.

@@ -165,6 +165,22 @@ class Market:
         """The look-ahead stages the next call will run (0..3)."""
         return int(self._m.lookahead_stages())
 
+    def set_match_batch(self, events: int) -> None:
+        """Match mode: ``run`` batches of at least ``events`` events, into an empty
+        market, may take the batch engine (flat arrays sized from the batch; 0: never).
+        Tests set 1 to reach it with small streams; the ablation benchmark sets 0."""
+        if events < 0:
+            raise ValueError(f"events must be >= 0, got {events}")
+        self._m.set_match_batch(int(events))
+
+    def match_batch(self) -> int:
+        """The smallest batch the batch engine takes (0: off)."""
+        return int(self._m.match_batch())
+
+    def batch_runs(self) -> int:
+        """How many ``run`` calls the batch engine took (tests and the ablation)."""
+        return int(self._m.batch_runs())
+
     def set_growth_budget(self, steps: int) -> None:
         """Test hook: the growth step after ``steps`` more raises MemoryError (-1: none)."""
         self._m.set_growth_budget(steps)

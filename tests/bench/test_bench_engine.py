@@ -21,6 +21,9 @@ Python thread of its own while its C++ core parses and applies, as its README de
   No parse, no file I/O. ``capped-ref`` is native/capped_ref.hpp: arrays of 100,001 levels
   indexed by raw price, the order table indexed by raw reference, no checks in its loop
   (its input is checked once, at construction, outside the timing).
+* ``match-ablation`` (chapter 5's match-mode decisions): the uniform events through the
+  general path and through the batch engine, each step paired with the one before it
+  (record ``match-step-batch``).
 * ``growth`` (book mode): ns/message of the optimized replay on days of the same length
   (GROWTH_N messages) at 1, 500, 4,000 and 8,000 symbols; what ``day`` includes.
 * ``locates`` (memory): 65,536 locates (every u16 value) with 1 or 4 orders each, applied in
@@ -261,6 +264,93 @@ def prepare():
 def run(state):
     {run}
 """
+
+
+# ------------------------------------- 2a. match mode, the whole run, pipelined
+
+PIPELINE_INCLUDES = ("match mode, the uniform file from disk to the fills CSV, whole run: "
+                     "twinmatch replay --pipeline (C++ stages; on 2 cores parser + engine "
+                     "fused, the fill logger on the other) against twinmatch replay "
+                     "(one thread: read, decode + match, fills written by Python)")
+
+
+@pytest.mark.benchmark(group="paired")
+def test_paired_engine_pipeline(benchmark: Any, tmp_path: Path) -> None:
+    """replay --pipeline --mode match against the single-threaded replay, same file, both
+    writing the fills CSV (checked equal first)."""
+    from twinmatch.pipeline_replay import replay_pipeline
+
+    path = tmp_path / "uniform.itch"
+    path.write_bytes(uniform_flow_bytes(UNIFORM_N, seed=1))
+    piped, single = tmp_path / "piped.csv", tmp_path / "single.csv"
+    replay_pipeline(path, "optimized", "match", piped)
+    replay(path, "optimized", "match", fills_path=single)
+    assert piped.read_bytes() == single.read_bytes()
+    fast = Side("replay --pipeline",
+                wall(lambda: replay_pipeline(path, "optimized", "match", piped)), ops=UNIFORM_N)
+    slow = Side("replay", wall(lambda: replay(path, "optimized", "match", fills_path=single)),
+                ops=UNIFORM_N)
+    paired(benchmark, "engine-pipeline-vs-replay", fast, slow, pairs=11, warmup=1,
+           workload="uniform", messages=UNIFORM_N, includes=PIPELINE_INCLUDES)
+
+
+# ------------------------------------------------- 2b. match mode, ablated
+
+# Chapter 5's match-mode decisions, one step each (in the style of market-ablation): the
+# uniform file's events through the general path (every event checked and applied to the
+# market's own structures) and through the batch engine (native/market.hpp run_batch:
+# flat arrays sized from the batch, then the hand-over of what rests).
+MATCH_STEPS = (
+    ("general", "every event through match(): the order table by reference, the windows "
+                "of levels, the checks and the strong guarantee per event"),
+    ("batch", "the batch engine: a level per price and a 16-byte slot per reference, "
+              "sized from the batch; what rests handed to the general structures at the end"),
+)
+MATCH_ABLATION_INCLUDES = ("match mode, the uniform file's decoded events in memory: "
+                           "matching + one call + fills array + a fresh market per round; "
+                           "the batch step includes its plan pass and its hand-over")
+
+
+def match_step_run(step: int, events: np.ndarray) -> Callable[[], object]:
+    def run() -> object:
+        m = new_market("optimized", "match")
+        if step == 0:
+            m.set_match_batch(0)
+        return m.run(events)
+    return run
+
+
+@pytest.mark.benchmark(group="match-ablation")
+@pytest.mark.parametrize("step", range(len(MATCH_STEPS)))
+def test_match_ablation(benchmark: Any, step: int,
+                        uniform: tuple[np.ndarray, np.ndarray, Any]) -> None:
+    events, want, _ = uniform
+    got: Any = match_step_run(step, events)()
+    assert len(got) == len(want) and bool((got == want).all())
+    name, adds = MATCH_STEPS[step]
+    benchmark.extra_info.update(ops=UNIFORM_N, messages=UNIFORM_N, impl=f"step{step}",
+                                workload="uniform", step=step, step_name=name, adds=adds,
+                                includes=MATCH_ABLATION_INCLUDES)
+    if valgrind.available(SMALL):
+        call = ('m = new_market("optimized", "match"); '
+                + ("m.set_match_batch(0); " if step == 0 else "") + "m.run(events)")
+        benchmark.extra_info["valgrind"] = valgrind.counts(
+            UNIFORM_SETUP.format(n=UNIFORM_N, run=call), UNIFORM_N)
+    benchmark.pedantic(match_step_run(step, events), rounds=11, iterations=1)
+
+
+@pytest.mark.benchmark(group="paired")
+@pytest.mark.parametrize("step", range(1, len(MATCH_STEPS)))
+def test_paired_match_step(benchmark: Any, step: int,
+                           uniform: tuple[np.ndarray, np.ndarray, Any]) -> None:
+    """Each match-mode step against the one before it, interleaved."""
+    events = uniform[0]
+    name = MATCH_STEPS[step][0]
+    fast = Side(f"step{step}-{name}", wall(match_step_run(step, events)), ops=UNIFORM_N)
+    slow = Side(f"step{step - 1}-{MATCH_STEPS[step - 1][0]}",
+                wall(match_step_run(step - 1, events)), ops=UNIFORM_N)
+    paired(benchmark, f"match-step-{name}", fast, slow, pairs=11, warmup=1, step=step,
+           workload="uniform", includes=MATCH_ABLATION_INCLUDES)
 
 
 # --------------------------------------------------------------- 3. cost growth
