@@ -45,11 +45,14 @@ build: $(STAMP)
 exercises-native: $(STAMP)
 	$(PY) scripts/exercises.py build
 
-# Debian packages the browser check needs (headless Chromium and its WebDriver).
+# Debian packages the browser check needs (headless Chromium and its WebDriver), and
+# curl, which README.md's examples use (tests/test_readme.py runs them).
 system-deps:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+	  && command -v curl >/dev/null || { \
 	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver \
+	    curl >/dev/null; }
 
 # The benchmarks' Debian package: valgrind, whose cachegrind counts instructions and cache
 # misses beside the times (tests/bench/valgrind.py; those rows skip without it).

@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 # Only the standard library at module level: `twinmatch --help` and a bad argument
 # cost no numpy and no native module. Each command imports what it uses.
@@ -157,7 +157,7 @@ def gen_market(args: argparse.Namespace) -> int:
     formats = list(FORMATS) if args.format == "all" else [args.format]
     try:
         result = write_market_day(args.out, args.messages, args.symbols, args.seed, formats,
-                                  args.name, args.gzip_level, args.all_types)
+                                  args.name, args.gzip_level, args.all_types, progress=True)
     except (GenArgumentError, OutputError) as exc:
         return _bad_argument("gen market", exc)
     except OSError as exc:  # a full disk, a failed write: nothing is left under a final name
@@ -243,9 +243,13 @@ def _output_problem(feed: Path, *outputs: Path | None) -> str | None:
     return None
 
 
-def _feed_error(command: str, exc: Exception) -> int:
-    """The feed itself is bad (an error naming the offset, line or id): one line, exit 1."""
-    print(f"twinmatch {command}: error: {_one_line(exc)}", file=sys.stderr)
+def _feed_error(command: str, exc: Exception, path: Path | None = None) -> int:
+    """The feed itself is bad (an error naming the offset, line or id): one line, exit 1;
+    ``path``: the file, named first unless the error names it already."""
+    text = _one_line(exc)
+    if path is not None and str(path) not in text:
+        text = f"{path}: {text}"
+    print(f"twinmatch {command}: error: {text}", file=sys.stderr)
     return 1
 
 
@@ -264,7 +268,7 @@ def replay_cmd(args: argparse.Namespace) -> int:
     try:
         return _replay(args)
     except (ValueError, OSError) as exc:
-        return _feed_error("replay", exc)
+        return _feed_error("replay", exc, args.file)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -319,7 +323,8 @@ def replay_many_cmd(args: argparse.Namespace) -> int:
         if problem:
             return _bad_argument("replay", ValueError(problem))
     try:
-        report = replay_many(args.file, args.impl, args.mode, workers, args.cluster)
+        report = replay_many(args.file, args.impl, args.mode, workers, args.cluster,
+                             progress=True)
     except Stopped as stop:  # SIGINT / SIGTERM: the workers are gone, nothing written
         print(f"twinmatch replay: {stop}", file=sys.stderr)
         return 128 + stop.signum
@@ -338,7 +343,7 @@ def compare_cmd(args: argparse.Namespace) -> int:
     try:
         return _compare(args)
     except (ValueError, OSError) as exc:
-        return _feed_error("compare", exc)
+        return _feed_error("compare", exc, args.file)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -730,7 +735,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line. Given the command about to run, only its own sub-parser is built
     (start-up: building all of them imports what they name, chapter 13's modules too);
     otherwise, or for a name that is no command (so the error lists them all), every one."""
-    parser = argparse.ArgumentParser(prog="twinmatch", description=__doc__)
+    parser = _Parser(prog="twinmatch", description=__doc__, epilog=EXIT_CODES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"twinmatch {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     groups = _parser_groups()
     known = {name for names, _ in groups for name in names}
@@ -738,6 +745,36 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if command not in known or command in names:
             add(sub)
     return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a refused argument on one line (it names the argument) instead of
+    the usage text above it; ``--help`` shows the usage. Sub-parsers are of this class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} "
+                     f"(see {self.prog} --help)\n")
+
+
+# The exit statuses every command keeps (README.md lists them too; tests/test_readme.py).
+EXIT_CODES: Final = """exit status:
+  0    done (compare: the twins agreed)
+  1    the input is bad (one line on stderr names the file and offset, line or id),
+       or reading or writing failed (a full disk);
+       or a check failed: demo, compare or journal --twice found the twins (or the
+       runs) different, load had unanswered requests, feed rerequest got no reply
+  2    a bad argument (one line on stderr names it), as argparse does
+  128+N  stopped by signal N (130: Ctrl-C, 143: SIGTERM); unfinished files removed"""
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml), without importing numpy."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("twinmatch")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def _parser_groups() -> list[tuple[tuple[str, ...], Callable[[Any], None]]]:
