@@ -785,7 +785,8 @@ def _parser_groups() -> list[tuple[tuple[str, ...], Callable[[Any], None]]]:
     return [(("demo", "gen", "replay", "compare"), _add_core_parsers),
             (("journal",), _add_journal_parser), (("feed",), feed),
             (("tables", "lobster"), _add_tables_parsers),
-            (("serve", "load"), _add_entry_parsers)]
+            (("serve", "load"), _add_entry_parsers),
+            (("view",), _add_view_parser)]
 
 
 def _add_core_parsers(sub: Any) -> None:
@@ -890,6 +891,45 @@ def _add_tables_parsers(sub: Any) -> None:
                      help="session date YYYY-MM-DD (default: from the file name)")
     lob.add_argument("--impl", choices=["naive", "optimized"], default="optimized")
     lob.set_defaults(func=lobster_cmd)
+
+
+def view_cmd(args: argparse.Namespace) -> int:
+    """Chapter 16: replay a day and watch it in a browser (twinmatch/view_web.py)."""
+    problem = _input_problem(args.file, streams=False)
+    if problem:
+        return _bad_argument("view", ValueError(problem))
+    from twinmatch.view import LiveReplay
+    from twinmatch.view_web import HOST, listen, serve
+
+    try:
+        symbols = {s for s in args.symbols.split(",") if s} if args.symbols else None
+        replay = LiveReplay(args.file, args.impl, args.mode, args.speed, symbols)
+        sock = listen(args.port)
+    except (ValueError, OSError) as exc:
+        return _bad_argument("view", exc)
+    port = sock.getsockname()[1]
+    print(f"twinmatch view: {args.impl} replay of {args.file} on http://{HOST}:{port}/ "
+          f"(API: /api/book/SYMBOL?depth=N /api/bbo /api/stats /api/symbols); Ctrl-C stops",
+          flush=True)
+    serve(replay, sock)
+    snap = replay.snapshot
+    print(f"twinmatch view: stopped at message {snap.messages:,} "
+          + ("(the whole file)" if snap.done and not snap.error else "")
+          + (f"error: {snap.error}" if snap.error else ""), flush=True)
+    return 1 if snap.error else 0
+
+
+def _add_view_parser(sub: Any) -> None:
+    v = sub.add_parser("view", help="chapter 16: replay a day, watch it live in a browser "
+                                    "(127.0.0.1), with a read-only JSON API")
+    v.add_argument("file", type=Path, help="any feed replay reads (ITCH, gzip, PCAP, CSV)")
+    v.add_argument("--speed", type=float, default=1000.0,
+                   help="times the feed's own clock (default 1000; 0: as fast as it goes)")
+    v.add_argument("--symbols", default=None, help="comma-separated symbols (default: all)")
+    v.add_argument("--impl", choices=["naive", "optimized"], default="optimized")
+    v.add_argument("--mode", choices=["book", "match"], default="book")
+    v.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free)")
+    v.set_defaults(func=view_cmd)
 
 
 # The commands that write files by the rule of twinmatch/atomic.py: SIGTERM stops them
