@@ -12,7 +12,6 @@ import json
 import socket
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -25,7 +24,7 @@ import pytest
 
 from twinmatch.gen import write_market_day
 from twinmatch.view import MAX_DEPTH, LiveReplay, Snapshot
-from twinmatch.view_web import book_json, listen, make_app
+from twinmatch.view_web import BackgroundServer, book_json, stream_frames
 
 TIMEOUT = 30.0
 
@@ -90,36 +89,7 @@ def test_bad_settings_are_refused(day: Path, bad: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------- the server
 
-class Served:
-    def __init__(self, replay: LiveReplay) -> None:
-        import uvicorn
-
-        self.replay = replay
-        self.sock = listen(0)
-        self.port = self.sock.getsockname()[1]
-        self.server = uvicorn.Server(uvicorn.Config(make_app(replay), log_level="warning",
-                                                    lifespan="off",
-                                                    timeout_graceful_shutdown=1))
-        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
-                                       daemon=True)
-
-    def __enter__(self) -> Served:
-        self.replay.start()
-        self.thread.start()
-        deadline = time.monotonic() + TIMEOUT
-        while not self.server.started:
-            assert time.monotonic() < deadline and self.thread.is_alive(), "no server"
-            time.sleep(0.02)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.replay.stop.set()
-        self.server.should_exit = True
-        self.thread.join(TIMEOUT)
-        self.replay.close()
-        self.sock.close()
-        assert not self.thread.is_alive()
-
+class Served(BackgroundServer):
     def get(self, path: str) -> tuple[int, Any]:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}{path}",
@@ -127,6 +97,14 @@ class Served:
                 return r.status, json.loads(r.read())
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read())
+
+    def __enter__(self) -> Served:
+        super().__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        super().__exit__()
+        assert not self.thread.is_alive() and not self.replay.thread.is_alive()
 
 
 @pytest.fixture(scope="module")
@@ -220,20 +198,8 @@ def test_fifty_clients_at_once(done_server: Served) -> None:
 
 
 def _stream_frames(port: int, n: int, query: str = "") -> list[dict[str, Any]]:
-    """The first n frames of /api/stream, read from a raw socket (bounded)."""
-    frames: list[dict[str, Any]] = []
-    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as s:
-        s.sendall(f"GET /api/stream{query} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-        buf = b""
-        while len(frames) < n:
-            chunk = s.recv(65536)
-            assert chunk, "the stream ended"
-            buf += chunk
-            while b"\n\n" in buf:
-                event, buf = buf.split(b"\n\n", 1)
-                for line in event.split(b"\n"):
-                    if line.startswith(b"data: "):
-                        frames.append(json.loads(line[6:]))
+    frames = stream_frames(port, n, query, TIMEOUT)
+    assert len(frames) == n, "the stream ended early"
     return frames
 
 

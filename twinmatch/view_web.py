@@ -18,7 +18,8 @@ import json
 import signal
 import socket
 import threading
-from collections.abc import AsyncIterator, Iterator
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from importlib import resources
 from typing import Any, Final
 
@@ -206,3 +207,63 @@ def serve(replay: LiveReplay, sock: socket.socket) -> None:
         server.run(sockets=[sock])
     finally:
         replay.close()
+
+
+class BackgroundServer:
+    """The view served from a thread of this process (tests, benchmarks, a notebook):
+    the replay and the server start on entering, and both stop, bounded, on leaving."""
+
+    def __init__(self, replay: LiveReplay, port: int = 0, timeout: float = 30.0) -> None:
+        import uvicorn
+
+        self.replay, self.timeout = replay, timeout
+        self.sock = listen(port)
+        self.port: int = self.sock.getsockname()[1]
+        self.server = uvicorn.Server(uvicorn.Config(
+            make_app(replay), log_level="warning", lifespan="off",
+            timeout_graceful_shutdown=1))
+        self.thread = threading.Thread(target=self.server.run, kwargs={"sockets": [self.sock]},
+                                       name="twinmatch-view-server", daemon=True)
+
+    def __enter__(self) -> BackgroundServer:
+        self.replay.start()
+        self.thread.start()
+        deadline = time.monotonic() + self.timeout
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                self.__exit__()
+                raise RuntimeError(f"the view's server did not start in {self.timeout} s")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.replay.stop.set()
+        self.server.should_exit = True
+        self.thread.join(self.timeout)
+        self.replay.close(self.timeout)
+        self.sock.close()
+
+
+def stream_frames(port: int, frames: int, query: str = "", timeout: float = 30.0,
+                  on_frame: Callable[[dict[str, Any], float], None] | None = None
+                  ) -> list[dict[str, Any]]:
+    """The first ``frames`` frames of /api/stream, read from a plain socket (a client
+    without a browser: tests and benchmarks); ``on_frame(frame, wall_ms_at_arrival)``."""
+    out: list[dict[str, Any]] = []
+    with socket.create_connection((HOST, port), timeout=timeout) as s:
+        s.sendall(f"GET /api/stream{query} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
+        buf = b""
+        while len(out) < frames:
+            chunk = s.recv(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\n\n" in buf:
+                event, buf = buf.split(b"\n\n", 1)
+                for line in event.split(b"\n"):
+                    if line.startswith(b"data: "):
+                        frame = json.loads(line[6:])
+                        if on_frame is not None:
+                            on_frame(frame, time.time() * 1e3)
+                        out.append(frame)
+    return out
