@@ -53,8 +53,8 @@ def comparable(snap: Snapshot) -> dict[str, Any]:
 @pytest.mark.parametrize("limit", [20 * 256, None])  # (it stops at a slice boundary)
 @pytest.mark.parametrize("mode", ["book", "match"])
 def test_both_twins_publish_the_same_json(day: Path, limit: int | None, mode: str) -> None:
-    naive = finished(LiveReplay(day, "naive", mode, limit=limit))
-    optimized = finished(LiveReplay(day, "optimized", mode, limit=limit))
+    naive = finished(LiveReplay(day, "naive", mode, slice_size=256, limit=limit))
+    optimized = finished(LiveReplay(day, "optimized", mode, slice_size=256, limit=limit))
     assert naive.messages == (limit or 20_000)
     assert comparable(naive) == comparable(optimized)
     assert naive.books and naive.tape and naive.active
@@ -249,3 +249,31 @@ def test_view_refuses_bad_arguments(day: Path, args: list[str], words: str) -> N
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], done.stderr
+
+
+@pytest.mark.parametrize("impl", ["naive", "optimized"])
+def test_view_attached_to_a_live_feed(day: Path, impl: str) -> None:
+    """--feed: chapter 13's exchange sends the day over UDP on 127.0.0.1; the receiver's
+    thread publishes; at the end of the session the books are the replay's."""
+    from twinmatch.feed_cli import Exchange, start_exchange
+    from twinmatch.replay import replay
+    from twinmatch.view import LiveFeed
+
+    live = LiveFeed(0, impl, idle_s=1.0, max_seconds=TIMEOUT)
+    exchange = Exchange(day.read_bytes(), live.port, linger_ns=500_000_000)
+    live.rx.set_request_port(exchange.request_port)  # a dropped datagram is recovered
+    with Served(live) as served:
+        thread, _, _ = start_exchange(exchange)
+        thread.join(TIMEOUT)
+        exchange.close()
+        deadline = time.monotonic() + TIMEOUT
+        while not live.snapshot.done:
+            assert time.monotonic() < deadline, "the receiver did not stop"
+            time.sleep(0.05)
+        status, stats = served.get("/api/stats")
+        assert status == 200 and stats["messages"] == 20_000 and not stats["error"]
+        market = replay(day, "optimized").market
+        for symbol, book in live.snapshot.books.items():
+            _, got = served.get(f"/api/book/{symbol}?depth=50")
+            assert got["bids"] == [list(x) for x in market.depth(book["locate"], 0, 50)]
+            assert got["asks"] == [list(x) for x in market.depth(book["locate"], 1, 50)]

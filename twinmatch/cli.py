@@ -895,26 +895,35 @@ def _add_tables_parsers(sub: Any) -> None:
 
 def view_cmd(args: argparse.Namespace) -> int:
     """Chapter 16: replay a day and watch it in a browser (twinmatch/view_web.py)."""
-    problem = _input_problem(args.file, streams=False)
+    if (args.file is None) == (args.feed is None):
+        return _bad_argument("view", ValueError("give a FILE to replay or --feed PORT"))
+    problem = None if args.file is None else _input_problem(args.file, streams=False)
     if problem:
         return _bad_argument("view", ValueError(problem))
-    from twinmatch.view import LiveReplay
+    from twinmatch.view import LiveFeed, LiveReplay
     from twinmatch.view_web import HOST, listen, serve
 
     try:
         symbols = {s for s in args.symbols.split(",") if s} if args.symbols else None
-        replay = LiveReplay(args.file, args.impl, args.mode, args.speed, symbols)
+        if args.feed is not None:  # (the feed's socket first: once the page's port is
+            # bound, a sender may start)
+            replay: LiveReplay = LiveFeed(args.feed, args.impl, args.request_port or None,
+                                          symbols, args.idle_ms / 1e3, args.max_seconds)
+            what = f"feed on udp 127.0.0.1:{replay.port}"  # type: ignore[attr-defined]
+        else:
+            replay = LiveReplay(args.file, args.impl, args.mode, args.speed, symbols)
+            what = f"replay of {args.file}"
         sock = listen(args.port)
     except (ValueError, OSError) as exc:
         return _bad_argument("view", exc)
     port = sock.getsockname()[1]
-    print(f"twinmatch view: {args.impl} replay of {args.file} on http://{HOST}:{port}/ "
+    print(f"twinmatch view: {args.impl} {what} on http://{HOST}:{port}/ "
           f"(API: /api/book/SYMBOL?depth=N /api/bbo /api/stats /api/symbols); Ctrl-C stops",
           flush=True)
     serve(replay, sock)
     snap = replay.snapshot
     print(f"twinmatch view: stopped at message {snap.messages:,} "
-          + ("(the whole file)" if snap.done and not snap.error else "")
+          + ("(to the end)" if snap.done and not snap.error else "")
           + (f"error: {snap.error}" if snap.error else ""), flush=True)
     return 1 if snap.error else 0
 
@@ -922,7 +931,17 @@ def view_cmd(args: argparse.Namespace) -> int:
 def _add_view_parser(sub: Any) -> None:
     v = sub.add_parser("view", help="chapter 16: replay a day, watch it live in a browser "
                                     "(127.0.0.1), with a read-only JSON API")
-    v.add_argument("file", type=Path, help="any feed replay reads (ITCH, gzip, PCAP, CSV)")
+    v.add_argument("file", type=Path, nargs="?",
+                   help="any feed replay reads (ITCH, gzip, PCAP, CSV); or --feed")
+    v.add_argument("--feed", type=int, metavar="PORT",
+                   help="attach to a live feed instead: chapter 13's receiver on this UDP "
+                        "port (twinmatch feed send ... --port PORT); the page moves once "
+                        "a second")
+    v.add_argument("--request-port", type=int, default=0,
+                   help="--feed: the sender's re-request port (0: no recovery)")
+    v.add_argument("--idle-ms", type=float, default=2000.0,
+                   help="--feed: the feed is over after this long without a datagram")
+    v.add_argument("--max-seconds", type=float, default=3600.0, help="--feed: at most")
     v.add_argument("--speed", type=float, default=1000.0,
                    help="times the feed's own clock (default 1000; 0: as fast as it goes)")
     v.add_argument("--symbols", default=None, help="comma-separated symbols (default: all)")

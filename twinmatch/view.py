@@ -11,9 +11,10 @@ slow browser, or fifty of them, cannot stall the replay (chapter 16).
 
 What the replay thread spends on snapshots is bounded: after a publish that took ``c``
 seconds the next one waits at least ``c * (1 / SNAPSHOT_SHARE - 1)``, so building
-snapshots takes at most ``SNAPSHOT_SHARE`` of that thread's time, however many symbols
-change. (The web side's own CPU time, and for the naive twin the GIL it takes, are not in
-that bound: tests/bench/test_bench_view.py measures the whole cost, paired.)
+snapshots takes at most ``SNAPSHOT_SHARE`` of that thread's time from one snapshot to the
+next, however many symbols change. (The web side's own CPU time, and for the naive
+twin the GIL it takes, are not in that bound: tests/bench/test_bench_view.py measures the
+whole cost, paired.)
 """
 
 from __future__ import annotations
@@ -32,12 +33,18 @@ from contract.itch_files import GZIP_MAGIC, opened, peek, regular_size
 
 MAX_DEPTH: Final = 50        # levels a snapshot keeps per side (the API's largest ?depth)
 FPS: Final = 25.0            # snapshots a second, at most: what a browser can draw
-SNAPSHOT_SHARE: Final = 0.05 # the replay thread's time that snapshots may take, at most
-SLICE: Final = 256           # messages applied between two looks at the clock
+SNAPSHOT_SHARE: Final = 0.10 # the replay thread's time that snapshots may take, at most
+HISTOGRAM_EVERY_S: Final = 1.0  # the histogram's copy (1,920 counters) is refreshed so often
+# Messages applied between two looks at the clock: paced, small, so the page moves with
+# the feed's own clock; flat out, larger, so the per-slice Python work (which symbols
+# changed, the tape, the histogram) is spread over more messages.
+SLICE: Final = 256
+SLICE_FLAT_OUT: Final = 4096
 MAX_QUIET_S: Final = 1.0     # paced: no wait between two slices is longer (wall seconds)
 TAPE: Final = 40             # trades kept for the tape
 ACTIVE: Final = 10           # symbols in the most-active list
 _BOOK_TYPES: Final = np.frombuffer(b"AFECXDU", dtype=np.uint8)
+_IS_BOOK: Final = np.isin(np.arange(256), _BOOK_TYPES)  # type byte -> changes a book?
 _R: Final = ord("R")
 
 
@@ -61,6 +68,7 @@ class Snapshot:
     histogram: dict[str, Any] = field(default_factory=dict)
     published_ns: int = 0             # time.perf_counter_ns() when published
     changed_ms: float = 0.0           # wall clock (ms) of the oldest change it carries
+                                      # (0.0: no book changed since the last snapshot)
 
 
 def clock_text(ns: int) -> str:
@@ -74,7 +82,7 @@ class LiveReplay:
 
     def __init__(self, path: str | Path, impl: str = "optimized", mode: str = "book",
                  speed: float = 0.0, symbols: set[str] | None = None,
-                 fps: float = FPS, slice_size: int = SLICE,
+                 fps: float = FPS, slice_size: int | None = None,
                  limit: int | None = None) -> None:
         from twinmatch.replay import IMPLS, MODES
 
@@ -83,6 +91,8 @@ class LiveReplay:
         if not speed >= 0 or speed == float("inf"):
             raise ValueError(f"--speed must be a number >= 0 (0: as fast as it goes), not "
                              f"{speed}")
+        if slice_size is None:
+            slice_size = SLICE if speed > 0 else SLICE_FLAT_OUT
         if not fps > 0 or not 1 <= slice_size <= 1 << 20:
             raise ValueError(f"fps must be > 0 and slice_size 1..2**20, not {fps}, {slice_size}")
         self.path, self.impl, self.mode, self.speed = Path(path), impl, mode, speed
@@ -101,10 +111,12 @@ class LiveReplay:
         self._books: dict[str, dict[str, Any]] = {}
         self._names: dict[int, str] = {}
         self._dirty: set[int] = set()
-        self._tape: deque[dict[str, Any]] = deque(maxlen=TAPE)
+        self._tape: deque[tuple[np.ndarray, np.ndarray]] = deque(maxlen=TAPE)
         self._rate: deque[tuple[float, int]] = deque()
         self._version = 0
         self._changed_ms = 0.0
+        self._histogram_at = 0.0
+        self._histogram_copy: dict[str, Any] = {"count": 0, "buckets": []}
         self._total: int | None = None  # the file's bytes (raw ITCH), for the progress
         self._bytes = 0
 
@@ -154,10 +166,11 @@ class LiveReplay:
                     return
                 part = events[lo:lo + self.slice_size]
                 if self.speed > 0:  # wait until the feed's clock says this slice is due
-                    first_ts = int(part["timestamp"][0]) if first_ts is None else first_ts
-                    self._pace(int(part["timestamp"][0]) - first_ts)
+                    ts = int(part["timestamp"][0])
+                    first_ts = ts if first_ts is None else first_ts
+                    self._pace(ts - first_ts)
                 t0 = time.perf_counter_ns()
-                fills = self.market.run(part)          # the only call that touches a book
+                fills = self.market.run(part)  # the only call that touches a book
                 apply_ns = time.perf_counter_ns() - t0
                 share = decode_ns * len(part) // max(len(events), 1)
                 self.histogram.record((share + apply_ns) // len(part))
@@ -203,29 +216,43 @@ class LiveReplay:
             self.stop.wait(min(left, self.interval))
             self._slept += time.perf_counter() - t0
 
+    # --8<-- [start:note]
     def _note(self, part: np.ndarray, fills: np.ndarray) -> None:
-        """Counters, the changed symbols and the tape, from one applied slice."""
+        """Counters, the changed symbols and the tape, from one applied slice: whole-
+        array numpy work, a few calls per slice whatever its length (no loop per
+        message)."""
+        types = part["type"]
+        seen = np.bincount(types, minlength=256)          # messages of each type
         self._messages += len(part)
         self._clock = max(self._clock, int(part["timestamp"].max()))
-        types = part["type"]
-        self._bytes += int(_FRAMED[types].sum())
-        for i in np.flatnonzero(types == _R).tolist():
-            locate = int(part["locate"][i])
-            self._names[locate] = self.market.stock(locate)
-        if not self._changed_ms:  # the oldest change the next snapshot will carry
-            self._changed_ms = time.time() * 1e3
-        self._dirty.update(np.unique(part["locate"][np.isin(types, _BOOK_TYPES)]).tolist())
-        for row in fills[-TAPE:].tolist() if len(fills) else ():
-            self._tape.appendleft(self._trade(part, row, fills.dtype.names))
+        self._bytes += int(seen @ _FRAMED)
+        if seen[_R]:  # a stock directory message names a locate
+            for locate in part["locate"][types == _R].tolist():
+                self._names[locate] = self.market.stock(locate)
+        if seen[_BOOK_TYPES].any():
+            if not self._changed_ms:  # the oldest change the next snapshot will carry
+                self._changed_ms = time.time() * 1e3
+            touched = np.zeros(1 << 16, dtype=bool)
+            touched[part["locate"][_IS_BOOK[types]]] = True
+            self._dirty.update(np.flatnonzero(touched).tolist())
+        if len(fills):  # the tape: the slice's last TAPE fills, with their events
+            tail = fills[-TAPE:]
+            self._tape.appendleft((tail, part[tail["op_index"]]))
+    # --8<-- [end:note]
 
-    def _trade(self, part: np.ndarray, row: tuple[Any, ...],
-               names: tuple[str, ...] | None) -> dict[str, Any]:
-        fill = dict(zip(names or (), row, strict=True))
-        event = part[int(fill["op_index"])]
-        locate = int(event["locate"])
-        return {"symbol": self._names.get(locate, str(locate)), "price": int(fill["price"]),
-                "qty": int(fill["qty"]), "side": "B" if int(fill["aggressor_side"]) == 0
-                else "S", "clock_ns": int(event["timestamp"])}
+    def _trades(self) -> tuple[dict[str, Any], ...]:
+        """The newest TAPE trades, newest first (built only when a snapshot is)."""
+        out: list[dict[str, Any]] = []
+        for fills, events in self._tape:
+            rows = zip(fills["price"].tolist(), fills["qty"].tolist(),
+                       fills["aggressor_side"].tolist(), events["locate"].tolist(),
+                       events["timestamp"].tolist(), strict=True)
+            for price, qty, side, locate, ts in reversed(list(rows)):
+                out.append({"symbol": self._names.get(locate, str(locate)), "price": price,
+                            "qty": qty, "side": "B" if side == 0 else "S", "clock_ns": ts})
+                if len(out) == TAPE:
+                    return tuple(out)
+        return tuple(out)
 
     # --8<-- [start:publish]
     def _publish(self, done: bool = False, error: str = "") -> None:
@@ -247,7 +274,8 @@ class LiveReplay:
             self._rate.popleft()
         (t_old, m_old), (t_new, m_new) = self._rate[0], self._rate[-1]
         self._version += 1
-        self.snapshot = Snapshot(  # one reference assignment: the web side sees old or new
+        # one reference assignment: the web side sees the old snapshot or the new one
+        self.snapshot = Snapshot(
             version=self._version, messages=self._messages, clock_ns=self._clock,
             fraction=min(1.0, self._bytes / self._total) if self._total else None,
             done=done, error=error,
@@ -255,9 +283,9 @@ class LiveReplay:
             volume=int(market.volume) if market is not None else 0,
             live_orders=len(market) if market is not None else 0,
             messages_per_s=(m_new - m_old) / (t_new - t_old) if t_new > t_old else 0.0,
-            books=dict(self._books), tape=tuple(self._tape), active=self._active(),
-            histogram=self._histogram_view(), published_ns=time.perf_counter_ns(),
-            changed_ms=self._changed_ms or time.time() * 1e3)
+            books=dict(self._books), tape=self._trades(), active=self._active(),
+            histogram=self._histogram_now(done), published_ns=time.perf_counter_ns(),
+            changed_ms=self._changed_ms)  # 0: no book changed since the last one
         self._changed_ms = 0.0
         cost = time.perf_counter() - t0
         self.publish_seconds += cost
@@ -279,6 +307,14 @@ class LiveReplay:
             if len(out) == ACTIVE:
                 break
         return tuple(out)
+
+    def _histogram_now(self, final: bool) -> dict[str, Any]:
+        """The histogram's view, copied at most every HISTOGRAM_EVERY_S (its 1,920
+        counters cost more to copy than the rest of a snapshot), and at the end."""
+        now = time.perf_counter()
+        if final or now - self._histogram_at >= HISTOGRAM_EVERY_S:
+            self._histogram_at, self._histogram_copy = now, self._histogram_view()
+        return self._histogram_copy
 
     def _histogram_view(self) -> dict[str, Any]:
         h = getattr(self, "histogram", None)
@@ -311,3 +347,63 @@ def _framed_lengths() -> np.ndarray:
 
 
 _FRAMED: Final = _framed_lengths()
+
+
+class LiveFeed(LiveReplay):
+    """The view attached to chapter 13's receiver (``twinmatch view --feed PORT``).
+
+    The receiver's thread owns its market as the replay's does, and publishes from the one
+    hook its loop offers, the report it makes once a second (twinmatch/feed_cli.py's
+    ``feed recv`` prints the same): so attached to a feed the page moves once a second,
+    every book is copied each time (no per-slice record of what changed), and the tape
+    and the ITCH clock stay empty (the receiver hands out neither). The histogram is the
+    receiver's own decode-to-book latency per packet (chapter 13).
+    """
+
+    def __init__(self, port: int, impl: str = "optimized", request_port: int | None = None,
+                 symbols: set[str] | None = None, idle_s: float = 2.0,
+                 max_seconds: float = 3600.0) -> None:
+        super().__init__(f"udp://127.0.0.1:{port}", impl, "book", 0.0, symbols)
+        if not 0 < idle_s <= 86_400 or not 0 < max_seconds <= 7 * 86_400:
+            raise ValueError(f"--idle-ms must be > 0 and --max-seconds 0..604800, not "
+                             f"{idle_s * 1e3:g}, {max_seconds:g}")
+        from twinmatch.feed_cli import receiver_for
+
+        # bound now, so that the command can print a port a sender may already use
+        self.rx = receiver_for(impl, port, request_port, idle_ns=int(idle_s * 1e9))
+        self.port = int(self.rx.port)
+        self.max_ns = int(max_seconds * 1e9)
+
+    def replay(self) -> None:
+        self.market = self.rx.market
+        self.histogram = None
+        self._messages, self._clock = 0, 0
+        self._last_publish, self._wait = 0.0, self.interval
+        self._feed_report: dict[str, Any] = {}
+
+        def tick(report: dict[str, Any]) -> None:  # in the receiver's thread
+            self._messages = int(report["messages"])
+            self._feed_report = report
+            self._dirty.update(locate for locate, _ in self.market.activity())
+            self._publish()
+
+        try:
+            self.rx.run(self.max_ns, tick)
+        finally:
+            self.rx.close()
+        self._publish(done=True)
+
+    def _histogram_now(self, final: bool) -> dict[str, Any]:
+        """The histogram's view, copied at most every HISTOGRAM_EVERY_S (its 1,920
+        counters cost more to copy than the rest of a snapshot), and at the end."""
+        now = time.perf_counter()
+        if final or now - self._histogram_at >= HISTOGRAM_EVERY_S:
+            self._histogram_at, self._histogram_copy = now, self._histogram_view()
+        return self._histogram_copy
+
+    def _histogram_view(self) -> dict[str, Any]:
+        d2b = getattr(self, "_feed_report", {}).get("decode_to_book") or {}
+        if not d2b.get("count"):
+            return {"count": 0, "buckets": []}
+        return {"count": int(d2b["count"]), "p50": int(d2b["p50"]), "p99": int(d2b["p99"]),
+                "max": int(d2b["max"]), "buckets": []}

@@ -34,6 +34,9 @@ from twinmatch.view import FPS, MAX_DEPTH, LiveReplay, Snapshot, clock_text
 HOST: Final = "127.0.0.1"
 DEFAULT_DEPTH: Final = 10
 MAX_TRADES: Final = 40
+# How often a stream looks for a new snapshot: a quarter of a frame interval, so a frame
+# leaves within about 10 ms of its snapshot (a look is one attribute read).
+POLL_S: Final = 0.25 / FPS
 STATIC: Final = {"/": ("index.html", "text/html; charset=utf-8"),
                  "/view.js": ("view.js", "text/javascript; charset=utf-8"),
                  "/view.css": ("view.css", "text/css; charset=utf-8")}
@@ -137,9 +140,9 @@ def make_app(replay: LiveReplay) -> Starlette:
 
 async def _frames(request: Request, replay: LiveReplay, symbol: str,
                   depth: int) -> AsyncIterator[str]:
-    """Server-sent events: a frame whenever a new snapshot is out, at most FPS a second;
-    a comment line every few seconds otherwise, so a closed connection is noticed."""
-    seen, quiet = -1, 0
+    """Server-sent events: a frame whenever a new snapshot is out (at most FPS a second),
+    and a comment line after five quiet seconds, so a closed connection is noticed."""
+    seen, quiet = -1, 0  # (a frame per snapshot: at most FPS a second)
     while not replay.stop.is_set():
         snap = replay.snapshot
         if snap.version != seen:
@@ -153,11 +156,11 @@ async def _frames(request: Request, replay: LiveReplay, symbol: str,
             yield f"data: {json.dumps(frame, separators=(',', ':'))}\n\n"
         else:
             quiet += 1
-            if quiet % int(5 * FPS) == 0:
+            if quiet % int(5 / POLL_S) == 0:
                 yield ": idle\n\n"
         if await request.is_disconnected():
             return
-        await asyncio.sleep(1.0 / FPS)
+        await asyncio.sleep(POLL_S)
 
 
 def listen(port: int) -> socket.socket:
@@ -248,13 +251,19 @@ def stream_frames(port: int, frames: int, query: str = "", timeout: float = 30.0
                   on_frame: Callable[[dict[str, Any], float], None] | None = None
                   ) -> list[dict[str, Any]]:
     """The first ``frames`` frames of /api/stream, read from a plain socket (a client
-    without a browser: tests and benchmarks); ``on_frame(frame, wall_ms_at_arrival)``."""
+    without a browser: tests and benchmarks), or fewer: what came in ``timeout`` seconds,
+    or before the server closed the stream. ``on_frame(frame, wall_ms_at_arrival)``."""
     out: list[dict[str, Any]] = []
+    deadline = time.monotonic() + timeout
     with socket.create_connection((HOST, port), timeout=timeout) as s:
         s.sendall(f"GET /api/stream{query} HTTP/1.1\r\nHost: {HOST}\r\n\r\n".encode())
         buf = b""
-        while len(out) < frames:
-            chunk = s.recv(1 << 16)
+        while len(out) < frames and time.monotonic() < deadline:
+            s.settimeout(max(deadline - time.monotonic(), 0.001))
+            try:
+                chunk = s.recv(1 << 16)
+            except TimeoutError:
+                break
             if not chunk:
                 break
             buf += chunk

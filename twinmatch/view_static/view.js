@@ -91,7 +91,7 @@ function drawHistogram(h) {
 function draw(frame) {
   const s = frame.stats;
   window.viewFrames += 1;
-  window.viewLatencies.push(Date.now() - frame.changed_ms);
+  if (frame.changed_ms > 0) window.viewLatencies.push(Date.now() - frame.changed_ms);
   $("file").textContent = `${s.file} (${s.impl}, ${s.mode}, speed ${s.speed || "max"})`;
   $("clock").textContent = s.clock;
   $("messages").textContent = count(s.messages);
