@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 import tempfile
 import time
@@ -78,24 +79,29 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     machine = _script("machine")
     label = machine.label(machine.collect())
+    here = Path.cwd()
     with tempfile.TemporaryDirectory() as tmp:
-        day = write_market_day(Path(tmp), 200_000, symbols=100, seed=1).paths[0]
-        with BackgroundServer(LiveReplay(day, "optimized", speed=3000.0)) as served:
+        write_market_day(Path(tmp), 200_000, symbols=100, seed=1)
+        os.chdir(tmp)  # so that the page names the file as a reader would: day.itch
+        live = LiveReplay(Path("day.itch"), "optimized", speed=3000.0)
+        with BackgroundServer(live) as served:
             drv = driver()
             try:
                 drv.get(f"http://127.0.0.1:{served.port}/?symbol=ACH")
                 wait_for(drv, lambda s: len(s["ladder"]) >= 12 and len(s["tape"]) >= 15
                          and s["clock"] >= "10:30")
-                drv.execute_script(
-                    "const f = document.createElement('footer');"
-                    "f.style = 'margin-top:1em;color:#666;font-size:12px';"
-                    "f.textContent = arguments[0]; document.body.appendChild(f);",
+                drv.execute_script(  # under the header, where the screenshot shows it
+                    "const f = document.createElement('p');"
+                    "f.style = 'margin:0;color:#666;font-size:12px';"
+                    "f.textContent = arguments[0];"
+                    "document.querySelector('header').after(f);",
                     f"twinmatch view of a generated day (200,000 messages, 100 symbols, seed "
                     f"1), optimized twin, --speed 3000; screenshot by "
                     f"scripts/view_screenshot.py on {label}")
                 png = drv.get_screenshot_as_png()
             finally:
                 drv.quit()
+                os.chdir(here)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     write_file(args.out, png)
     print(f"view_screenshot.py: {args.out} ({len(png):,} bytes)")
