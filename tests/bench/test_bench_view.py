@@ -6,6 +6,9 @@
   ``CLIENTS`` browsers' worth of event streams reading every frame (slow side). The
   ratio, slow time over fast, is the whole cost of the view: the slicing, the snapshots,
   and the server's and clients' share of the CPU and (naive twin) of the GIL.
+* ``test_paired_view_server[impl]`` (paired, key ``view-server-<impl>``): the web side's
+  share alone, the view's replay without its server (fast) and with it and its clients
+  (slow).
 * ``test_view_update_latency``: a paced replay (the page's normal use), one event-stream
   client; per frame, the wall time from the oldest book change the frame carries to the
   frame's arrival at the client (ms): the throttle's wait, the publish, the server's poll
@@ -32,9 +35,14 @@ FRAMES = 30 if SMALL else 150   # update-latency frames (at most 25 a second)
 SPEED = 1_000.0
 MESSAGES = {"naive": 50_000 if SMALL else 300_000, "optimized": 50_000 if SMALL else 2_000_000}
 INCLUDES = ("fast: twinmatch replay's replay() (read + decode + books); slow: twinmatch "
-            f"view --speed 0 (read + decode + books in 256-message slices + snapshots at "
-            f"most 25/s) with its server and {CLIENTS} event-stream clients in the same "
+            f"view --speed 0 (read + decode + books in 4,096-message slices + snapshots "
+            f"at most 25/s) with its server and {CLIENTS} event-stream clients in the same "
             "process; server start and stop excluded")
+
+SERVER_INCLUDES = ("fast: twinmatch view's replay flat out, no server (read + decode + "
+                   "books in slices + snapshots); slow: the same with its server and "
+                   f"{CLIENTS} event-stream clients in the process; server start and stop "
+                   "excluded")
 
 
 @pytest.fixture(scope="module")
@@ -73,6 +81,25 @@ def test_paired_view(benchmark: Any, impl: str, days: dict[str, Path]) -> None:
     slow = Side("view", lambda _: _viewed(day, impl), ops=MESSAGES[impl])
     paired(benchmark, f"view-{impl}", fast, slow, pairs=11, warmup=1, impl=impl,
            messages=MESSAGES[impl], includes=INCLUDES)
+
+
+def _unviewed(day: Path, impl: str) -> float:
+    """Seconds the view's replay took with no server: its slicing and snapshots only."""
+    live = LiveReplay(day, impl).start()
+    live.thread.join(600)
+    assert live.snapshot.done and not live.snapshot.error
+    return live.run_seconds()
+
+
+@pytest.mark.benchmark(group="view")
+@pytest.mark.parametrize("impl", ["naive", "optimized"])
+def test_paired_view_server(benchmark: Any, impl: str, days: dict[str, Path]) -> None:
+    """The web side's share alone: the view's replay without and with its server and
+    CLIENTS event streams (key view-server-<impl>)."""
+    fast = Side("view-replay", lambda _: _unviewed(days[impl], impl), ops=MESSAGES[impl])
+    slow = Side("view-served", lambda _: _viewed(days[impl], impl), ops=MESSAGES[impl])
+    paired(benchmark, f"view-server-{impl}", fast, slow, pairs=11, warmup=1, impl=impl,
+           messages=MESSAGES[impl], includes=SERVER_INCLUDES)
 
 
 @pytest.mark.benchmark(group="view")
