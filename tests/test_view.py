@@ -277,3 +277,23 @@ def test_view_attached_to_a_live_feed(day: Path, impl: str) -> None:
             _, got = served.get(f"/api/book/{symbol}?depth=50")
             assert got["bids"] == [list(x) for x in market.depth(book["locate"], 0, 50)]
             assert got["asks"] == [list(x) for x in market.depth(book["locate"], 1, 50)]
+
+
+@pytest.mark.parametrize("name", ["day.itch.gz", "day.pcap", "day.csv"])
+def test_every_feed_replay_reads(tmp_path: Path, name: str) -> None:
+    """gzip, PCAP and the message CSV give the ITCH file's snapshot (progress: raw only)."""
+    made = write_market_day(tmp_path, 4_000, symbols=6, seed=5, formats=("itch", "gz",
+                                                                          "pcap", "csv"))
+    raw = finished(LiveReplay(made.paths[0], "optimized"))
+    other = finished(LiveReplay(tmp_path / name, "naive"))
+    assert raw.fraction == 1.0 and other.fraction is None
+    assert {**comparable(other), "fraction": 1.0} == comparable(raw)
+
+
+def test_symbols_limit_what_is_published(day: Path) -> None:
+    every = finished(LiveReplay(day, "optimized"))
+    chosen = set(sorted(every.books)[:2])
+    some = finished(LiveReplay(day, "optimized", symbols=chosen))
+    assert set(some.books) == chosen and {a["symbol"] for a in some.active} <= chosen
+    assert all(some.books[s] == every.books[s] for s in chosen)
+    assert {t["symbol"] for t in some.tape} <= chosen

@@ -248,8 +248,11 @@ class LiveReplay:
                        fills["aggressor_side"].tolist(), events["locate"].tolist(),
                        events["timestamp"].tolist(), strict=True)
             for price, qty, side, locate, ts in reversed(list(rows)):
-                out.append({"symbol": self._names.get(locate, str(locate)), "price": price,
-                            "qty": qty, "side": "B" if side == 0 else "S", "clock_ns": ts})
+                name = self._names.get(locate, str(locate))
+                if self.wanted is not None and name not in self.wanted:
+                    continue
+                out.append({"symbol": name, "price": price, "qty": qty,
+                            "side": "B" if side == 0 else "S", "clock_ns": ts})
                 if len(out) == TAPE:
                     return tuple(out)
         return tuple(out)
