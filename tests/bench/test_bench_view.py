@@ -33,7 +33,7 @@ from twinmatch.view_web import BackgroundServer, stream_frames
 CLIENTS = 2
 FRAMES = 30 if SMALL else 150   # update-latency frames (at most 25 a second)
 SPEED = 1_000.0
-MESSAGES = {"naive": 50_000 if SMALL else 300_000, "optimized": 50_000 if SMALL else 2_000_000}
+MESSAGES = {"naive": 10_000 if SMALL else 300_000, "optimized": 20_000 if SMALL else 2_000_000}
 INCLUDES = ("fast: twinmatch replay's replay() (read + decode + books); slow: twinmatch "
             f"view --speed 0 (read + decode + books in 4,096-message slices + snapshots "
             f"at most 25/s) with its server and {CLIENTS} event-stream clients in the same "
