@@ -185,3 +185,17 @@ def test_a_bad_feed_is_one_line_naming_file_and_offset(command: list[str],
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert f"twinmatch {name}: error: {cut}:" in lines[0] and "at byte" in lines[0], lines
+
+
+def test_feed_send_refuses_a_bad_file_in_one_line(tmp_path: Path) -> None:
+    from twinmatch.gen import write_market_day
+
+    day = write_market_day(tmp_path, 3000, symbols=5, seed=1).paths[0]
+    cut = tmp_path / "cut.itch"
+    cut.write_bytes(day.read_bytes()[:-3])
+    for path, status, words in ((cut, 1, "cut short at byte offset"),
+                                (tmp_path / "none.itch", 2, "No such file")):
+        done = twinmatch("feed", "send", str(path), "--port", str(free_port()))
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == status and len(lines) == 1, done.stderr
+        assert f"twinmatch feed send: error: {path}: " in lines[0] and words in lines[0]
