@@ -36,10 +36,13 @@ FPS: Final = 25.0            # snapshots a second, at most: what a browser can d
 SNAPSHOT_SHARE: Final = 0.10 # the replay thread's time that snapshots may take, at most
 HISTOGRAM_EVERY_S: Final = 1.0  # the histogram's copy (1,920 counters) is refreshed so often
 # Messages applied between two looks at the clock: paced, small, so the page moves with
-# the feed's own clock; flat out, larger, so the per-slice Python work (which symbols
-# changed, the tape, the histogram) is spread over more messages.
+# the feed's own clock; flat out, as many as take about SLICE_NS to apply, so the
+# per-slice Python work (which symbols changed, the tape, the histogram) is spread over
+# more messages.
 SLICE: Final = 256
-SLICE_FLAT_OUT: Final = 4096
+SLICE_FLAT_OUT: Final = 4096  # the first slice flat out; then sized to about SLICE_NS
+SLICE_NS: Final = 4_000_000
+SLICE_MAX: Final = 1 << 16
 MAX_QUIET_S: Final = 1.0     # paced: no wait between two slices is longer (wall seconds)
 TAPE: Final = 40             # trades kept for the tape
 ACTIVE: Final = 10           # symbols in the most-active list
@@ -91,6 +94,7 @@ class LiveReplay:
         if not speed >= 0 or speed == float("inf"):
             raise ValueError(f"--speed must be a number >= 0 (0: as fast as it goes), not "
                              f"{speed}")
+        self.adaptive = slice_size is None and speed == 0
         if slice_size is None:
             slice_size = SLICE if speed > 0 else SLICE_FLAT_OUT
         if not fps > 0 or not 1 <= slice_size <= 1 << 20:
@@ -159,12 +163,14 @@ class LiveReplay:
         self._messages, self._clock, self._bytes = 0, 0, 0
         first_ts: int | None = None
         for events, decode_ns in self._decoded():
-            for lo in range(0, len(events), self.slice_size):
+            lo = 0
+            while lo < len(events):
                 if self.stop.is_set() or (self.limit is not None
                                           and self._messages >= self.limit):
                     self._publish(done=not self.stop.is_set())
                     return
                 part = events[lo:lo + self.slice_size]
+                lo += len(part)
                 if self.speed > 0:  # wait until the feed's clock says this slice is due
                     ts = int(part["timestamp"][0])
                     first_ts = ts if first_ts is None else first_ts
@@ -175,10 +181,22 @@ class LiveReplay:
                 share = decode_ns * len(part) // max(len(events), 1)
                 self.histogram.record((share + apply_ns) // len(part))
                 self._note(part, fills)
+                if self.adaptive:  # flat out: slices of about SLICE_NS of book work
+                    self._resize(apply_ns)
                 if time.perf_counter() - self._last_publish >= self._wait:
                     self._publish()
         self._publish(done=True)
     # --8<-- [end:replay_loop]
+
+    def _resize(self, apply_ns: int) -> None:
+        """Flat out, a slice should take about SLICE_NS: long enough that the per-slice
+        Python work is small beside it (the optimized twin applies a slice of thousands
+        in microseconds), short enough that a frame is never long overdue (the naive
+        twin takes microseconds a message)."""
+        if apply_ns < SLICE_NS // 2 and self.slice_size < SLICE_MAX:
+            self.slice_size *= 2
+        elif apply_ns > SLICE_NS * 2 and self.slice_size > SLICE:
+            self.slice_size //= 2
 
     def _decoded(self) -> Iterator[tuple[np.ndarray, int]]:
         """(events, ns the decoder took for them) of each batch the twin's decoder gives."""
