@@ -35,12 +35,12 @@ FRAMES = 30 if SMALL else 150   # update-latency frames (at most 25 a second)
 SPEED = 1_000.0
 MESSAGES = {"naive": 10_000 if SMALL else 300_000, "optimized": 20_000 if SMALL else 2_000_000}
 INCLUDES = ("fast: twinmatch replay's replay() (read + decode + books); slow: twinmatch "
-            f"view --speed 0 (read + decode + books in 4,096-message slices + snapshots "
+            f"view --speed 0 (read + decode + books in slices of about 4 ms + snapshots "
             f"at most 25/s) with its server and {CLIENTS} event-stream clients in the same "
             "process; server start and stop excluded")
 
 SERVER_INCLUDES = ("fast: twinmatch view's replay flat out, no server (read + decode + "
-                   "books in slices + snapshots); slow: the same with its server and "
+                   "books in slices of about 4 ms + snapshots); slow: the same with its server and "
                    f"{CLIENTS} event-stream clients in the process; server start and stop "
                    "excluded")
 
