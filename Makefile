@@ -144,10 +144,11 @@ bench-tables-day: $(BENCH_STAMP) build
 
 # The book with fresh numbers from this machine (a missed target is reported in the
 # book, not fatal here).
-book: bench-run
+book: bench-run system-deps
 	$(PY) scripts/targets.py out/bench.json --no-fail
 	$(PY) scripts/figures.py --bench out/bench.json
 	$(PY) scripts/asm.py
+	$(PY) scripts/view_screenshot.py
 	$(VENV)/bin/mkdocs build --strict
 	@echo "book built: open site/index.html (or: $(VENV)/bin/mkdocs serve)"
 
