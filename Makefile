@@ -45,11 +45,14 @@ build: $(STAMP)
 exercises-native: $(STAMP)
 	$(PY) scripts/exercises.py build
 
-# Debian packages the browser check needs (headless Chromium and its WebDriver).
+# Debian packages the browser check needs (headless Chromium and its WebDriver), and
+# curl, which README.md's examples use (tests/test_readme.py runs them).
 system-deps:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null \
+	  && command -v curl >/dev/null || { \
 	  $(SUDO) apt-get update -qq && \
-	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium chromium-driver \
+	    curl >/dev/null; }
 	@# liburing: chapter 15's io_uring receive path (the build leaves it out without it)
 	@test -f /usr/include/liburing.h || { \
 	  $(SUDO) apt-get update -qq && \
@@ -145,10 +148,11 @@ bench-tables-day: $(BENCH_STAMP) build
 
 # The book with fresh numbers from this machine (a missed target is reported in the
 # book, not fatal here).
-book: bench-run
+book: bench-run system-deps
 	$(PY) scripts/targets.py out/bench.json --no-fail
 	$(PY) scripts/figures.py --bench out/bench.json
 	$(PY) scripts/asm.py
+	$(PY) scripts/view_screenshot.py
 	$(VENV)/bin/mkdocs build --strict
 	@echo "book built: open site/index.html (or: $(VENV)/bin/mkdocs serve)"
 

@@ -753,7 +753,7 @@ def ablation_plot(group: Group, steps: list[Step], label: str, path: Path) -> No
 # <group>-paired-table.md, and numbers paired-<key> / paired-<key>-iqr: ratios that are
 # the chapter's claims but not speed targets of scripts/targets.py.
 PAIRED_TABLE_GROUPS = ("journal", "layouts", "simd", "scaling", "live_feed", "tables",
-                       "ring-wait", "march", "tick_to_trade")
+                       "ring-wait", "march", "tick_to_trade", "view")
 
 
 def paired_records(data: dict[str, Any], group: str) -> list[dict[str, Any]]:
@@ -848,6 +848,22 @@ def columns_layout_html(data: dict[str, Any], label: str) -> str | None:
              f"Measured on: {e(label)}"]
     lines += ['<p class="tm-bench-note">' + "<br>".join(notes) + "</p>", "</div>", ""]
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- chapter 16 (view)
+
+def view_latency_numbers(data: dict[str, Any]) -> dict[str, str]:
+    """view-latency-p50 (p90, p99, max) and view-frames-per-s: book change to a client
+    (tests/bench/test_bench_view.py, extra_info["view_latency"])."""
+    out: dict[str, str] = {}
+    for raw in data.get("benchmarks", []):
+        lat = (raw.get("extra_info") or {}).get("view_latency")
+        if raw.get("group") == "view" and isinstance(lat, dict):
+            for p in ("p50", "p90", "p99", "max"):
+                out[f"view-latency-{p}"] = f"{lat[f'{p}_ms']:,.1f} ms"
+            out["view-frames-per-s"] = f"{lat['frames_per_s']:,.1f}"
+            out["view-latency-frames"] = f"{lat['frames']:,}"
+    return out
 
 
 SIMD_SIZES = {"l2": "the L2-sized input", "dram": "the DRAM-sized input"}
@@ -1483,6 +1499,7 @@ def generate(bench: Path | None, out: Path, chapters: Path, strict: bool = False
             write(f"{group}-paired-table.md",
                   paired_table_html(group, records, label_of(group)))
             extra_numbers.update(paired_numbers(records))
+    extra_numbers.update(view_latency_numbers(data))  # chapter 16
     columns_layout = columns_layout_html(data, label_of("simd"))  # chapter 9
     sizes_verdict = simd_sizes_verdict(paired_records(data, "simd"))
     if sizes_verdict is not None:

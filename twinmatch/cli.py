@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 # Only the standard library at module level: `twinmatch --help` and a bad argument
 # cost no numpy and no native module. Each command imports what it uses.
@@ -158,7 +158,7 @@ def gen_market(args: argparse.Namespace) -> int:
     try:
         result = write_market_day(args.out, args.messages, args.symbols, args.seed, formats,
                                   args.name, args.gzip_level, args.all_types,
-                                  args.profile)
+                                  args.profile, progress=True)
     except (GenArgumentError, OutputError) as exc:
         return _bad_argument("gen market", exc)
     except OSError as exc:  # a full disk, a failed write: nothing is left under a final name
@@ -244,9 +244,13 @@ def _output_problem(feed: Path, *outputs: Path | None) -> str | None:
     return None
 
 
-def _feed_error(command: str, exc: Exception) -> int:
-    """The feed itself is bad (an error naming the offset, line or id): one line, exit 1."""
-    print(f"twinmatch {command}: error: {_one_line(exc)}", file=sys.stderr)
+def _feed_error(command: str, exc: Exception, path: Path | None = None) -> int:
+    """The feed itself is bad (an error naming the offset, line or id): one line, exit 1;
+    ``path``: the file, named first unless the error names it already."""
+    text = _one_line(exc)
+    if path is not None and str(path) not in text:
+        text = f"{path}: {text}"
+    print(f"twinmatch {command}: error: {text}", file=sys.stderr)
     return 1
 
 
@@ -265,7 +269,7 @@ def replay_cmd(args: argparse.Namespace) -> int:
     try:
         return _replay(args)
     except (ValueError, OSError) as exc:
-        return _feed_error("replay", exc)
+        return _feed_error("replay", exc, args.file)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -320,7 +324,8 @@ def replay_many_cmd(args: argparse.Namespace) -> int:
         if problem:
             return _bad_argument("replay", ValueError(problem))
     try:
-        report = replay_many(args.file, args.impl, args.mode, workers, args.cluster)
+        report = replay_many(args.file, args.impl, args.mode, workers, args.cluster,
+                             progress=True)
     except Stopped as stop:  # SIGINT / SIGTERM: the workers are gone, nothing written
         print(f"twinmatch replay: {stop}", file=sys.stderr)
         return 128 + stop.signum
@@ -339,7 +344,7 @@ def compare_cmd(args: argparse.Namespace) -> int:
     try:
         return _compare(args)
     except (ValueError, OSError) as exc:
-        return _feed_error("compare", exc)
+        return _feed_error("compare", exc, args.file)
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -731,7 +736,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line. Given the command about to run, only its own sub-parser is built
     (start-up: building all of them imports what they name, chapter 13's modules too);
     otherwise, or for a name that is no command (so the error lists them all), every one."""
-    parser = argparse.ArgumentParser(prog="twinmatch", description=__doc__)
+    parser = _Parser(prog="twinmatch", description=__doc__, epilog=EXIT_CODES,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"twinmatch {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
     groups = _parser_groups()
     known = {name for names, _ in groups for name in names}
@@ -739,6 +746,36 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if command not in known or command in names:
             add(sub)
     return parser
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a refused argument on one line (it names the argument) instead of
+    the usage text above it; ``--help`` shows the usage. Sub-parsers are of this class."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())} "
+                     f"(see {self.prog} --help)\n")
+
+
+# The exit statuses every command keeps (README.md lists them too; tests/test_readme.py).
+EXIT_CODES: Final = """exit status:
+  0    done (compare: the twins agreed)
+  1    the input is bad (one line on stderr names the file and offset, line or id),
+       or reading or writing failed (a full disk);
+       or a check failed: demo, compare or journal --twice found the twins (or the
+       runs) different, load had unanswered requests, feed rerequest got no reply
+  2    a bad argument (one line on stderr names it), as argparse does
+  128+N  stopped by signal N (130: Ctrl-C, 143: SIGTERM); unfinished files removed"""
+
+
+def _version() -> str:
+    """The installed distribution's version (pyproject.toml), without importing numpy."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("twinmatch")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def _parser_groups() -> list[tuple[tuple[str, ...], Callable[[Any], None]]]:
@@ -749,7 +786,8 @@ def _parser_groups() -> list[tuple[tuple[str, ...], Callable[[Any], None]]]:
     return [(("demo", "gen", "replay", "compare"), _add_core_parsers),
             (("journal",), _add_journal_parser), (("feed",), feed),
             (("tables", "lobster"), _add_tables_parsers),
-            (("serve", "load"), _add_entry_parsers), (("trade",), _add_trade_parser)]
+            (("serve", "load"), _add_entry_parsers), (("trade",), _add_trade_parser),
+            (("view",), _add_view_parser)]
 
 
 def _add_trade_parser(sub: Any) -> None:
@@ -862,6 +900,64 @@ def _add_tables_parsers(sub: Any) -> None:
                      help="session date YYYY-MM-DD (default: from the file name)")
     lob.add_argument("--impl", choices=["naive", "optimized"], default="optimized")
     lob.set_defaults(func=lobster_cmd)
+
+
+def view_cmd(args: argparse.Namespace) -> int:
+    """Chapter 16: replay a day and watch it in a browser (twinmatch/view_web.py)."""
+    if (args.file is None) == (args.feed is None):
+        return _bad_argument("view", ValueError("give a FILE to replay or --feed PORT"))
+    problem = None if args.file is None else _input_problem(args.file, streams=False)
+    if problem:
+        return _bad_argument("view", ValueError(problem))
+    from twinmatch.view import LiveFeed, LiveReplay
+    from twinmatch.view_web import HOST, listen, serve
+
+    try:
+        symbols = {s for s in args.symbols.split(",") if s} if args.symbols else None
+        if args.feed is not None:  # (the feed's socket first: once the page's port is
+            # bound, a sender may start)
+            replay: LiveReplay = LiveFeed(args.feed, args.impl, args.request_port or None,
+                                          symbols, args.idle_ms / 1e3, args.max_seconds)
+            what = f"feed on udp 127.0.0.1:{replay.port}"  # type: ignore[attr-defined]
+        else:
+            replay = LiveReplay(args.file, args.impl, args.mode, args.speed, symbols)
+            what = f"replay of {args.file}"
+        sock = listen(args.port)
+    except (ValueError, OSError) as exc:
+        return _bad_argument("view", exc)
+    port = sock.getsockname()[1]
+    print(f"twinmatch view: {args.impl} {what} on http://{HOST}:{port}/ "
+          f"(API: /api/book/SYMBOL?depth=N /api/bbo /api/stats /api/symbols); Ctrl-C stops",
+          flush=True)
+    serve(replay, sock)
+    snap = replay.snapshot
+    print(f"twinmatch view: stopped at message {snap.messages:,} "
+          + ("(to the end)" if snap.done and not snap.error else "")
+          + (f"error: {snap.error}" if snap.error else ""), flush=True)
+    return 1 if snap.error else 0
+
+
+def _add_view_parser(sub: Any) -> None:
+    v = sub.add_parser("view", help="chapter 16: replay a day, watch it live in a browser "
+                                    "(127.0.0.1), with a read-only JSON API")
+    v.add_argument("file", type=Path, nargs="?",
+                   help="any feed replay reads (ITCH, gzip, PCAP, CSV); or --feed")
+    v.add_argument("--feed", type=int, metavar="PORT",
+                   help="attach to a live feed instead: chapter 13's receiver on this UDP "
+                        "port (twinmatch feed send ... --port PORT); the page moves once "
+                        "a second")
+    v.add_argument("--request-port", type=int, default=0,
+                   help="--feed: the sender's re-request port (0: no recovery)")
+    v.add_argument("--idle-ms", type=float, default=2000.0,
+                   help="--feed: the feed is over after this long without a datagram")
+    v.add_argument("--max-seconds", type=float, default=3600.0, help="--feed: at most")
+    v.add_argument("--speed", type=float, default=1000.0,
+                   help="times the feed's own clock (default 1000; 0: as fast as it goes)")
+    v.add_argument("--symbols", default=None, help="comma-separated symbols (default: all)")
+    v.add_argument("--impl", choices=["naive", "optimized"], default="optimized")
+    v.add_argument("--mode", choices=["book", "match"], default="book")
+    v.add_argument("--port", type=int, default=0, help="TCP port on 127.0.0.1 (0: any free)")
+    v.set_defaults(func=view_cmd)
 
 
 # The commands that write files by the rule of twinmatch/atomic.py: SIGTERM stops them

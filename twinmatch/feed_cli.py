@@ -363,10 +363,26 @@ def _second_line(rep: dict[str, Any], prev: dict[str, Any]) -> str:
 
 
 def feed_send(args: argparse.Namespace) -> int:
-    raw = Path(args.file).read_bytes()
-    ex = Exchange(raw, args.port, args.request_port, args.speed, args.loss, args.duplicate,
-                  args.reorder, args.seed, int(args.heartbeat_ms * 1e6),
-                  linger_ns=int(args.linger_ms * 1e6))
+    # One line on stderr for a refused argument (2) or a bad file (1), as every command
+    if args.speed < 0 or not all(0.0 <= p < 1.0 for p in (args.loss, args.duplicate,
+                                                          args.reorder)):
+        print("twinmatch feed send: error: --speed must be >= 0 and --loss, --duplicate, "
+              "--reorder in [0, 1)", file=sys.stderr)
+        return 2
+    try:
+        raw = Path(args.file).read_bytes()
+    except OSError as exc:
+        print(f"twinmatch feed send: error: {args.file}: {exc.strerror or exc}",
+              file=sys.stderr)
+        return 2
+    try:
+        ex = Exchange(raw, args.port, args.request_port, args.speed, args.loss,
+                      args.duplicate, args.reorder, args.seed, int(args.heartbeat_ms * 1e6),
+                      linger_ns=int(args.linger_ms * 1e6))
+    except (ValueError, OSError) as exc:  # a file cut short (its offset), a busy port
+        print(f"twinmatch feed send: error: {args.file}: {' '.join(str(exc).split())}",
+              file=sys.stderr)
+        return 1
     print(f"twinmatch feed send: {ex.stats['messages']:,} messages in {len(ex.packets):,} "
           f"packets to {HOST}:{args.port}, re-requests on {HOST}:{ex.request_port}",
           file=sys.stderr)

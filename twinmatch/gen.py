@@ -44,6 +44,7 @@ from contract.dtypes import OP_CANCEL, OP_LIMIT, OP_MARKET
 from optimized import _native
 from twinmatch.atomic import Outputs, write_file
 from twinmatch.flow import FlowShape, order_flow
+from twinmatch.replay import Progress
 
 FORMATS: Final = ("itch", "gz", "pcap", "csv")
 SUFFIX: Final = {"itch": ".itch", "gz": ".itch.gz", "pcap": ".pcap", "csv": ".csv"}
@@ -341,12 +342,14 @@ def write_market_day(
     gzip_level: int = 1,
     all_types: bool = False,
     profile: str = "flat",
+    progress: bool = False,
 ) -> GenResult:
     """Write a market-data day in each format, plus ``<name>.books.csv`` (final books).
     ``all_types``: also Q, B, I, h and C away from the resting price (see simulate);
-    ``profile``: when the events happen (``PROFILES``; see simulate)."""
+    ``profile``: when the events happen (``PROFILES``; see simulate).
+    ``progress``: a progress line on stderr while it runs, if stderr is a terminal."""
     return _write_day(Path(out_dir), name, messages, symbols, seed, formats, gzip_level,
-                      flow=False, all_types=all_types, profile=profile)
+                      flow=False, all_types=all_types, profile=profile, progress=progress)
 # --8<-- [end:write_day]
 
 
@@ -383,7 +386,7 @@ def _close_all(sinks: Sequence[Sink]) -> None:
 def _write_day(
     out_dir: Path, name: str, messages: int, symbols: int, seed: int,
     formats: Sequence[str], gzip_level: int, flow: bool, feed: Path | None = None,
-    all_types: bool = False, profile: str = "flat",
+    all_types: bool = False, profile: str = "flat", progress: bool = False,
 ) -> GenResult:
     """The day in each format and its books CSV, all or nothing (twinmatch/atomic.py):
     each file is written under a temporary name and renamed into place once every one
@@ -408,6 +411,8 @@ def _write_day(
                            profile=profile)
     with Outputs("gen") as outputs:
         sinks: list[Sink] = []
+        # (the bar's "bytes" are messages here: the fraction is of the day's messages)
+        bar = Progress(messages, progress)
         try:
             for fmt, final in finals.items():
                 sinks.append(make_sink(fmt, outputs.add(final), gzip_level))
@@ -415,7 +420,9 @@ def _write_day(
             for chunk in chunks:
                 for sink in sinks:
                     sink.write(chunk)
+                bar.update(int(sim.emitted), int(sim.emitted))
         finally:
+            bar.close()
             _close_all(sinks)
         books_part.write_bytes(sim.books_csv())
         outputs.commit()

@@ -26,10 +26,11 @@ import multiprocessing
 import multiprocessing.connection
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -120,11 +121,11 @@ def merge_reports(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
 # --8<-- [start:replay_many]
 def replay_many(paths: Sequence[str | Path], impl: str = "optimized", mode: str = "book",
                 workers: int = 1, cluster: str | None = None,
-                local_processes: bool = True) -> dict[str, Any]:
-    """Replay every file; ``workers`` > 1: that many worker processes; ``cluster``: a
-    dask.distributed scheduler's address, or ``"local"`` for a LocalCluster of
-    ``workers`` workers started (and stopped) here: worker processes, or with
-    ``local_processes=False`` threads of this process (quick to start: the tests)."""
+                local_processes: bool = True, *, progress: bool = False
+                ) -> dict[str, Any]:
+    """Replay every file: in ``workers`` processes, or on ``cluster`` (a dask.distributed
+    scheduler's address, or ``"local"``: a LocalCluster of ``workers`` started here, as
+    processes or, ``local_processes=False``, threads: quick to start, the tests)."""
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ValueError(f"workers must be a positive int, got {workers!r}")
     names = [str(p) for p in paths]
@@ -136,11 +137,11 @@ def replay_many(paths: Sequence[str | Path], impl: str = "optimized", mode: str 
             how = (f"dask.distributed (local, {min(workers, len(files))} workers)"
                    if cluster == "local" else f"dask.distributed ({cluster})")
         elif workers == 1 or len(files) == 1:
-            reports = [replay_one(p, impl, mode) for p in files]
+            reports = _sequential(files, impl, mode, _FilesDone(len(files), progress))
             how = "sequential"
         else:
             n = min(workers, len(files))
-            reports = _in_processes(files, impl, mode, n)
+            reports = _in_processes(files, impl, mode, n, progress)
             how = f"{n} worker processes"
     for name, report in zip(names, reports, strict=True):
         report["file"] = name  # as given, as a sequential run reports it
@@ -150,9 +151,36 @@ def replay_many(paths: Sequence[str | Path], impl: str = "optimized", mode: str 
 # --8<-- [end:replay_many]
 
 
+class _FilesDone:
+    """"k of n files replayed" on one stderr line, only when stderr is a terminal."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.count = total, 0
+        self.enabled = enabled and sys.stderr.isatty()
+
+    def one(self, report: dict[str, Any]) -> dict[str, Any]:
+        self.count += 1
+        if self.enabled:
+            sys.stderr.write(f"\r{self.count} of {self.total} files replayed")
+            sys.stderr.flush()
+        return report
+
+    def close(self) -> None:
+        if self.enabled and self.count:
+            sys.stderr.write("\n")
+            sys.stderr.flush()
+
+
+def _sequential(files: list[str], impl: str, mode: str,
+                done: _FilesDone) -> list[dict[str, Any]]:
+    reports = [done.one(replay_one(p, impl, mode)) for p in files]
+    done.close()
+    return reports
+
+
 # --8<-- [start:in_processes]
-def _in_processes(files: list[str], impl: str, mode: str,
-                  n: int) -> list[dict[str, Any]]:
+def _in_processes(files: list[str], impl: str, mode: str, n: int,
+                  progress: bool = False) -> list[dict[str, Any]]:
     """The tasks in n worker processes; on any way out but success (Stopped, an error in
     a task), every worker is killed and reaped before the exception goes on."""
     ctx = multiprocessing.get_context("forkserver")
@@ -161,6 +189,10 @@ def _in_processes(files: list[str], impl: str, mode: str,
                                initargs=(lifeline,))
     try:
         futures = [pool.submit(replay_one, p, impl, mode) for p in files]
+        done = _FilesDone(len(files), progress)
+        for finished in as_completed(futures):  # (in the order they finish: progress)
+            done.one(finished.result())
+        done.close()
         reports = [f.result() for f in futures]
         pool.shutdown()
         return reports

@@ -581,14 +581,31 @@ def _empty(table: str, depth: int) -> dict[str, np.ndarray]:
 
 # ------------------------------------------------------------------ command line
 
+def feed_or_argument_error(command: str, exc: Exception, path: Path) -> int:
+    """One line on stderr. A bad feed (ITCH, PCAP: the error names the byte offset) or a
+    failed read or write (a full disk) is exit status 1, with the file named; a refused
+    argument (a missing file, a bad option) is 2."""
+    from contract.itch_errors import ItchError
+    from naive.pcap import PcapError
+    from optimized.pcap import PcapError as NativePcapError
+
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    named = (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError)
+    feed = isinstance(exc, ItchError | PcapError | NativePcapError) or (
+        isinstance(exc, OSError) and not isinstance(exc, named))  # a read or write failed
+    if feed and str(path) not in text:
+        text = f"{path}: {text}"
+    print(f"twinmatch {command}: error: {text}", file=sys.stderr)
+    return 1 if feed else 2
+
+
 def tables_cmd(args: argparse.Namespace) -> int:
     try:
         result = convert(args.file, args.out, impl=args.impl, tables=args.tables,
                          symbols=args.symbols, depth=args.depth, fmt=args.format,
                          date=args.date, progress=sys.stderr.isatty())
     except (ValueError, OSError) as exc:
-        print(f"twinmatch tables: {exc}", file=sys.stderr)
-        return 2
+        return feed_or_argument_error("tables", exc, args.file)
     for table, n in result["rows"].items():
         print(f"{table}: {n:,} rows -> {args.out / f'{table}.{args.format}'}")
     for name in result["removed"]:
@@ -724,8 +741,7 @@ def lobster_cmd(args: argparse.Namespace) -> int:
         result = lobster(args.file, args.out, symbols=args.symbols, levels=args.levels,
                          impl=args.impl, date=args.date, progress=sys.stderr.isatty())
     except (ValueError, OSError) as exc:
-        print(f"twinmatch lobster: {exc}", file=sys.stderr)
-        return 2
+        return feed_or_argument_error("lobster", exc, args.file)
     for path in result["files"]:
         print(path)
     if result["skipped_rows"]:
