@@ -27,6 +27,20 @@ def _key(span: str) -> str:
     return next(v for k, v in SPAN_KEYS.items() if span.startswith(k))
 
 
+# A percentile is shown only where at least this many samples lie beyond it (chapter 8's
+# rule, scripts/figures.py TAIL_SAMPLES): over 431 orders a p99.9 is the largest one.
+TAIL_SAMPLES = 10
+
+
+def _tail(row: dict[str, Any], key: str) -> object:
+    """row[key], or None when the row's count ``n`` is too small for that percentile."""
+    n = row.get("n")
+    q = {"p50": 0.5, "p99": 0.99, "p99.9": 0.999}[key]
+    if isinstance(n, int) and n * (1 - q) < TAIL_SAMPLES:
+        return None
+    return row.get(key)
+
+
 def _us(ns: object) -> str:
     if not isinstance(ns, int | float):
         return "—"
@@ -68,10 +82,12 @@ def budget_html(runs: list[dict[str, Any]], label: str) -> str:
                   "</thead>", "<tbody>"]
         for row in t["budget"]:
             lines.append(f'<tr><th scope="row">{e(row["span"])}</th>'
-                         + "".join(f"<td>{_us(row.get(k))}</td>"
+                         + "".join(f"<td>{_us(_tail(row, k))}</td>"
                                    for k in ("p50", "p99", "p99.9")) + "</tr>")
         lines.append("</tbody></table>")
     notes = [e(text) for text in dict.fromkeys(str(r.get("includes", "")) for r in runs)]
+    notes.append(f"A percentile with fewer than {TAIL_SAMPLES} orders beyond it is not "
+                 "shown (—): it would be one of the few largest samples, not a tail.")
     notes.append(f"Measured on: {e(label)}")
     lines += ['<p class="tm-bench-note">' + "<br>".join(notes) + "</p>", "</div>", ""]
     return "\n".join(lines)
@@ -113,7 +129,7 @@ def trade_numbers(runs: list[dict[str, Any]]) -> dict[str, str]:
         out[f"{stem}-orders"] = f"{r['trade']['orders']:,}"
         for row in r["trade"]["budget"]:
             for k, name in (("p50", "p50"), ("p99", "p99"), ("p99.9", "p999")):
-                out[f"{stem}-{_key(row['span'])}-{name}"] = _us(row.get(k))
+                out[f"{stem}-{_key(row['span'])}-{name}"] = _us(_tail(row, k))
     return out
 
 

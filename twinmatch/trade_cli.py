@@ -67,11 +67,16 @@ def budget(rows: np.ndarray, stamp_cost_ns: int) -> list[dict[str, Any]]:
     return out
 
 
+# A percentile is printed only with this many samples beyond it: over 64 orders a
+# "p99.9" would be the largest one, a single sample rather than a tail.
+TAIL_SAMPLES: Final = 10
+
+
 def budget_text(table: list[dict[str, Any]]) -> str:
     lines = [f"{'span':44} {'n':>6} {'p50 us':>9} {'p99 us':>9} {'p99.9 us':>9}"]
     for r in table:
-        cells = ["-" if r[f"p{p:g}"] is None else f"{r[f'p{p:g}'] / 1e3:9.2f}"
-                 for p in PERCENTILES]
+        cells = ["-" if r[f"p{p:g}"] is None or r["n"] * (1 - p / 100) < TAIL_SAMPLES
+                 else f"{r[f'p{p:g}'] / 1e3:9.2f}" for p in PERCENTILES]
         lines.append(f"{r['span']:44} {r['n']:>6} " + " ".join(f"{c:>9}" for c in cells))
     return "\n".join(lines)
 
